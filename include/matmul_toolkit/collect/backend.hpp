@@ -1,0 +1,89 @@
+#pragma once
+/// The interface every measurement backend (CPU, CUDA) implements. The collection engine
+/// talks to backends only through this header.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/core/types.hpp"
+
+namespace mmt::collect {
+
+/// One problem to measure: an op, an operand layout and the diode shape (which carries
+/// B, M, N, K, dtypes and the output size/stride).
+struct Problem {
+    std::string op = "mm";      ///< "mm" | "addmm" | "bmm"
+    std::string layout = "nn";  ///< "nn" | "nt" | "tn" | "tt"
+    core::MMShape shape;
+
+    const std::string& dtype() const { return shape.M_dtype; }
+    /// The dataset operation key: op_key(op, layout).
+    std::string op_key() const;
+    /// Element strides of A [B, M, K] and B [B, K, N] for this layout (contiguous storage).
+    std::array<std::int64_t, 3> a_stride() const;
+    std::array<std::int64_t, 3> b_stride() const;
+    /// 2·B·M·N·K
+    double flops() const;
+};
+
+/// How each config is timed.
+struct TimingOptions {
+    int warmup = 3;
+    int repeat = 10;
+};
+
+/// The result of timing one kernel: the median and the spread of `repeat` runs.
+struct Timing {
+    double median_ms = 0.0;
+    double min_ms = 0.0;
+    double max_ms = 0.0;
+    std::vector<double> samples_ms;  ///< every timed run, in launch order (for traces)
+};
+
+/// A config the backend refuses for a problem, and why.
+struct PrunedConfig {
+    core::GemmConfig config;
+    std::string reason;
+};
+
+struct PruneResult {
+    std::vector<core::GemmConfig> kept;
+    std::vector<PrunedConfig> pruned;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    /// "cpu" or "cuda".
+    virtual std::string name() const = 0;
+    /// The hardware name written into datasets (GPU name as PyTorch reports it, or the
+    /// CPU model from /proc/cpuinfo).
+    virtual std::string hardware_name() const = 0;
+    virtual std::vector<std::string> supported_dtypes() const = 0;
+    virtual std::vector<std::string> supported_ops() const = 0;
+
+    /// Splits configs into those this backend can run for the problem and those it can't.
+    virtual PruneResult prune(const std::vector<core::GemmConfig>& configs,
+                              const Problem& problem) const = 0;
+
+    /// Allocates and fills (seeded, uniform in [0.1, 1.1]) the problem's operands; every
+    /// time() call until the next prepare() uses them.
+    virtual void prepare(const Problem& problem, std::uint64_t seed) = 0;
+
+    /// Times one config on the prepared problem. Throws when the kernel fails or gives a
+    /// wrong result; the engine records such a config as failed and goes on.
+    virtual Timing time(const Problem& problem, const core::GemmConfig& config,
+                        const TimingOptions& options) = 0;
+
+    /// Times the vendor library (cuBLAS, or the CPU reference) on the prepared problem.
+    virtual Timing time_reference(const Problem& problem, const TimingOptions& options) = 0;
+
+    /// Seconds spent inside timed kernel runs since construction (for overhead reports).
+    virtual double timed_kernel_seconds() const = 0;
+};
+
+}  // namespace mmt::collect

@@ -1,0 +1,63 @@
+#pragma once
+/// Reading and writing torch-diode-compatible files: datasets (both layouts), shapesets
+/// and max-autotune solutions, as JSON or msgpack. Every reader throws InputError naming
+/// the file and the field; every writer writes a temporary file, then renames it.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/core/dataset.hpp"
+
+namespace mmt::core {
+
+enum class FileFormat { json, msgpack };
+
+/// torch-diode's two dataset layouts: `current` (config objects, what its loader reads
+/// today) and `legacy` (configs as JSON strings, "name" in operation and solution).
+enum class DiodeLayout { current, legacy };
+
+/// The format a path's extension names (".json" / ".msgpack"); throws InputError otherwise.
+FileFormat format_from_extension(const std::filesystem::path& path);
+FileFormat parse_file_format(const std::string& name);       ///< "json" | "msgpack"
+DiodeLayout parse_diode_layout(const std::string& name);     ///< "current" | "legacy"
+std::string extension_for(FileFormat format);                ///< ".json" | ".msgpack"
+
+/// Reads a dataset in either layout and either format (chosen by the extension).
+Dataset load_dataset(const std::filesystem::path& path);
+
+/// Reads every file under `dir` whose extension is listed (e.g. {"json", "msgpack"}),
+/// in sorted path order, and merges them.
+Dataset load_dataset_dir(const std::filesystem::path& dir,
+                         const std::vector<std::string>& extensions);
+
+/// A file or a directory, whichever `path` is.
+Dataset load_dataset_any(const std::filesystem::path& path,
+                         const std::vector<std::string>& extensions = {"json", "msgpack"});
+
+/// Writes a dataset; the format follows the extension. Atomic (temporary file + rename).
+void save_dataset(const Dataset& dataset, const std::filesystem::path& path,
+                  DiodeLayout layout = DiodeLayout::current);
+
+/// The JSON text torch-diode's json.dumps(indent=2) would write for the dataset.
+std::string dataset_to_json(const Dataset& dataset, DiodeLayout layout = DiodeLayout::current);
+
+/// The shape key torch-diode uses: str(MMShape), keys in its field order.
+std::string shape_key(const MMShape& shape);
+/// Parses a shape key back; throws InputError with `context` on a malformed key.
+MMShape parse_shape_key(const std::string& key, const std::string& context);
+
+OperationShapeSet load_shapeset(const std::filesystem::path& path);
+void save_shapeset(const OperationShapeSet& shapeset, const std::filesystem::path& path);
+
+Solution load_solution(const std::filesystem::path& path);
+void save_solution(const Solution& solution, const std::filesystem::path& path);
+
+/// Writes `content` to `path` through a temporary file beside it and a rename, so a
+/// reader never sees a half-written file. Throws InputError naming the path on failure.
+void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+/// Reads a whole file; throws InputError naming the path when it is missing or unreadable.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace mmt::core

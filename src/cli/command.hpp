@@ -1,0 +1,36 @@
+#pragma once
+/// How subcommands plug into `main`: each src/cli/<name>.cpp defines one
+/// register_<name>(CLI::App&, const GlobalOptions&) that adds its subcommand and the
+/// callback that runs it. The CLI only parses, calls a library function and prints.
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace mmt::cli {
+
+/// Options every subcommand sees.
+struct GlobalOptions {
+    std::uint64_t seed = 42;
+    std::string device;          ///< "cuda" or "cpu"; empty until resolved (cuda when a GPU is present)
+    std::string format = "json"; ///< format of outputs whose path has no extension
+    std::string log_level = "info";
+};
+
+/// Resolved --device: the flag's value, else "cuda" when a GPU is usable, else "cpu".
+std::string resolved_device(const GlobalOptions& global);
+
+/// Set by a subcommand's callback: the process exit code.
+int& exit_code();
+
+/// Adds --seed, --device, --format, --log-level to the app (they apply to every subcommand).
+void add_global_options(CLI::App& app, GlobalOptions& global);
+
+/// Registers every subcommand (src/cli/commands.cpp lists them).
+void register_all_commands(CLI::App& app, const GlobalOptions& global);
+
+void register_stats(CLI::App& app, const GlobalOptions& global);
+void register_convert(CLI::App& app, const GlobalOptions& global);
+
+}  // namespace mmt::cli

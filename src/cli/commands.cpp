@@ -1,0 +1,36 @@
+// The list of subcommands and the global options they share.
+
+#include "command.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace mmt::cli {
+
+int& exit_code() {
+    static int code = 0;
+    return code;
+}
+
+void add_global_options(CLI::App& app, GlobalOptions& global) {
+    app.add_option("--seed", global.seed, "Seed for every random choice")
+        ->capture_default_str()->configurable();
+    app.add_option("--device", global.device, "Measurement / training device (default: cuda when a GPU is present, else cpu)")
+        ->check(CLI::IsMember({"cuda", "cpu"}));
+    app.add_option("--format", global.format, "Format of output files whose name has no extension")
+        ->check(CLI::IsMember({"json", "msgpack"}))->capture_default_str();
+    app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error, off")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+        ->capture_default_str();
+    app.fallthrough();  // global options may also follow the subcommand name
+    app.parse_complete_callback([&global] {
+        spdlog::set_level(spdlog::level::from_str(global.log_level));
+        spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
+    });
+}
+
+void register_all_commands(CLI::App& app, const GlobalOptions& global) {
+    register_stats(app, global);
+    register_convert(app, global);
+}
+
+}  // namespace mmt::cli
