@@ -4,10 +4,12 @@
 /// the file and the field; every writer writes a temporary file, then renames it.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/core/json_codec.hpp"
 
 namespace mmt::core {
 
@@ -25,6 +27,20 @@ std::string extension_for(FileFormat format);                ///< ".json" | ".ms
 
 /// Reads a dataset in either layout and either format (chosen by the extension).
 Dataset load_dataset(const std::filesystem::path& path);
+/// Same, and reports the layout found (legacy when any config is a JSON string or an
+/// operation / solution carries "name").
+Dataset load_dataset(const std::filesystem::path& path, DiodeLayout& layout_found);
+
+/// Builds a dataset from a parsed document; `subject` (the file) names errors.
+Dataset dataset_from_document(const OrderedJson& document, const std::string& subject,
+                              DiodeLayout* layout_found = nullptr);
+/// The document torch-diode's Dataset.to_dict() would produce (keys sorted per object).
+OrderedJson dataset_to_document(const Dataset& dataset, DiodeLayout layout = DiodeLayout::current);
+
+/// The dataset files a directory holds: regular files whose extension is listed (with or
+/// without the dot), excluding "*.meta.json" sidecars, sorted by path.
+std::vector<std::filesystem::path> list_dataset_files(const std::filesystem::path& dir,
+                                                      const std::vector<std::string>& extensions);
 
 /// Reads every file under `dir` whose extension is listed (e.g. {"json", "msgpack"}),
 /// in sorted path order, and merges them.
@@ -42,6 +58,11 @@ void save_dataset(const Dataset& dataset, const std::filesystem::path& path,
 /// The JSON text torch-diode's json.dumps(indent=2) would write for the dataset.
 std::string dataset_to_json(const Dataset& dataset, DiodeLayout layout = DiodeLayout::current);
 
+/// A config as torch-diode's to_dict() writes it: keys sorted, "version" last.
+OrderedJson config_to_document(const GemmConfig& config);
+/// A shape as torch-diode's str(MMShape) orders it: version, B, M, M_dtype, N, K, ...
+OrderedJson shape_to_document(const MMShape& shape);
+
 /// The shape key torch-diode uses: str(MMShape), keys in its field order.
 std::string shape_key(const MMShape& shape);
 /// Parses a shape key back; throws InputError with `context` on a malformed key.
@@ -52,6 +73,22 @@ void save_shapeset(const OperationShapeSet& shapeset, const std::filesystem::pat
 
 Solution load_solution(const std::filesystem::path& path);
 void save_solution(const Solution& solution, const std::filesystem::path& path);
+
+/// What a torch-diode file holds, judged by its top-level keys.
+enum class FileKind { dataset, shapeset, solution };
+std::string file_kind_name(FileKind kind);  ///< "dataset" | "shapeset" | "solution"
+
+/// Reads any JSON or msgpack file (format from the extension) into a document.
+OrderedJson load_document(const std::filesystem::path& path);
+/// Writes a document as json.dumps(indent=2) or msgpack (format from the extension), atomically.
+void save_document(const OrderedJson& document, const std::filesystem::path& path);
+
+/// Converts a dataset, shapeset or solution file to the format `output`'s extension names,
+/// after validating it. The document is carried over as is (same layout, same key order)
+/// unless `layout` asks for a dataset layout. A "<input>.meta.json" sidecar is copied to
+/// "<output>.meta.json". Returns what the file held.
+FileKind convert_file(const std::filesystem::path& input, const std::filesystem::path& output,
+                      std::optional<DiodeLayout> layout = std::nullopt);
 
 /// Writes `content` to `path` through a temporary file beside it and a rename, so a
 /// reader never sees a half-written file. Throws InputError naming the path on failure.
