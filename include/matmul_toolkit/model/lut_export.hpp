@@ -1,0 +1,70 @@
+#pragma once
+/// Lookup tables of the model's best configs per problem, in the two formats compilers
+/// read: PyTorch Inductor's template lookup table (torch._inductor.lookup_table: key
+/// "[device+]input_key+[scalars+]op" → list of template configs) and torch-diode's Table
+/// (hardware → operation → problem → ordered configs). Plain C++ over JSON text.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/core/types.hpp"
+
+namespace mmt::model {
+
+/// A config and the time the model predicts for it.
+struct RankedConfig {
+    core::GemmConfig config;
+    double predicted_ms = 0.0;
+};
+
+/// One problem and the configs chosen for it, best first.
+struct RankedProblem {
+    std::string hardware;
+    std::string op;  ///< dataset op key: "mm", "addmm", "bmm", "mm_nt", ...
+    core::MMShape shape;
+    std::vector<RankedConfig> configs;
+};
+
+enum class LutFormat { inductor, diode };
+
+/// "inductor" | "diode"; throws core::InputError("--lut-format", ...) otherwise.
+LutFormat parse_lut_format(const std::string& name);
+
+struct InductorLutOptions {
+    /// Prefix every key with a device name, as Inductor's device-specific keys. Inductor
+    /// tries the device-specific key first, then the device-agnostic one.
+    bool include_device = false;
+    /// The device name for the keys; empty: each problem's hardware name.
+    std::string device_name;
+};
+
+/// Inductor's input key: Python's str() of ((dtype, shape, stride), ...) for the op's
+/// inputs in argument order (addmm: bias expanded to [M, N] with stride [0, 1], mat1, mat2;
+/// bmm: 3-D operands), strides following the op key's layout, then "+alpha=1&beta=1" for addmm.
+std::string inductor_input_key(const std::string& op_key, const core::MMShape& shape);
+
+/// The full key: [device+]input_key+op ("mm", "addmm" or "bmm").
+std::string inductor_lookup_key(const std::string& op_key, const core::MMShape& shape,
+                                const std::string& device_name);
+
+/// The Triton template a config belongs to: "triton::mm" (mm, addmm) or "triton::bmm".
+std::string inductor_template_id(const std::string& op_key);
+
+/// The table as JSON text: {key: [{"template_id", "BLOCK_M", "BLOCK_N", "BLOCK_K",
+/// "GROUP_M", "num_stages", "num_warps", "EVEN_K", "ALLOW_TF32", "USE_FAST_ACCUM",
+/// "ACC_TYPE"}, ...]}. Throws core::InputError when two problems give the same key.
+std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
+                              const InductorLutOptions& options = {});
+
+/// torch-diode's Table as JSON text ({"hardware": {HW: {"operation": {OP: {"solution":
+/// {shape_key: {"config": [...]}}}}}}}, each level with "version": 1), as Table.deserialize
+/// reads it. Throws core::InputError when a problem appears twice.
+std::string diode_table_json(const std::vector<RankedProblem>& problems);
+
+/// Writes either table atomically (temporary file + rename).
+void write_lookup_table(const std::filesystem::path& path,
+                        const std::vector<RankedProblem>& problems, LutFormat format,
+                        const InductorLutOptions& options = {});
+
+}  // namespace mmt::model

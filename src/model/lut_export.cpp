@@ -1,0 +1,177 @@
+#include "matmul_toolkit/model/lut_export.hpp"
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <sstream>
+
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::model {
+namespace {
+
+using ordered_json = core::OrderedJson;
+
+/// One operand as Inductor's key shows it: dtype, sizes and strides.
+struct Operand {
+    std::string dtype;
+    std::vector<std::int64_t> size;
+    std::vector<std::int64_t> stride;
+};
+
+std::string python_list(const std::vector<std::int64_t>& values) {
+    std::ostringstream out;
+    out << '[';
+    for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+    out << ']';
+    return out.str();
+}
+
+/// A [rows, cols] matrix (batched when `batch` > 0) stored contiguously, or stored as
+/// its transpose and viewed transposed ('t').
+Operand matrix(const std::string& dtype, std::int64_t batch, std::int64_t rows,
+               std::int64_t cols, char layout) {
+    Operand m;
+    m.dtype = dtype;
+    const std::int64_t row_stride = layout == 't' ? 1 : cols;
+    const std::int64_t col_stride = layout == 't' ? rows : 1;
+    if (batch > 0) {
+        m.size = {batch, rows, cols};
+        m.stride = {rows * cols, row_stride, col_stride};
+    } else {
+        m.size = {rows, cols};
+        m.stride = {row_stride, col_stride};
+    }
+    return m;
+}
+
+std::vector<Operand> inductor_operands(const std::string& op, const std::string& layout,
+                                       const core::MMShape& s) {
+    const std::int64_t batch = op == "bmm" ? s.B : 0;
+    std::vector<Operand> operands;
+    if (op == "addmm") {
+        // Inductor expands addmm's 1-D bias (torch.nn.Linear's) to [M, N] before keying it.
+        operands.push_back(Operand{s.out_dtype, {s.M, s.N}, {0, 1}});
+    }
+    operands.push_back(matrix(s.M_dtype, batch, s.M, s.K, layout[0]));
+    operands.push_back(matrix(s.K_dtype, batch, s.K, s.N, layout[1]));
+    return operands;
+}
+
+ordered_json inductor_entry(const std::string& template_id, const core::GemmConfig& c) {
+    return {
+        {"template_id", template_id},
+        {"BLOCK_M", c.block_m},
+        {"BLOCK_N", c.block_n},
+        {"BLOCK_K", c.block_k},
+        {"GROUP_M", c.group_m},
+        {"num_stages", c.num_stages},
+        {"num_warps", c.num_warps},
+        {"EVEN_K", c.even_k},
+        {"ALLOW_TF32", c.allow_tf32},
+        {"USE_FAST_ACCUM", c.use_fast_accum},
+        {"ACC_TYPE", c.acc_type},
+    };
+}
+
+std::string problem_label(const RankedProblem& p) {
+    return p.hardware + " / " + p.op + " / " + core::shape_key(p.shape);
+}
+
+}  // namespace
+
+LutFormat parse_lut_format(const std::string& name) {
+    if (name == "inductor") return LutFormat::inductor;
+    if (name == "diode") return LutFormat::diode;
+    throw core::InputError("--lut-format", "unknown format '" + name + "' (expected inductor or diode)");
+}
+
+std::string inductor_input_key(const std::string& op_key, const core::MMShape& shape) {
+    const auto [op, layout] = core::parse_op_key(op_key);
+    std::ostringstream out;
+    out << '(';
+    const auto operands = inductor_operands(op, layout, shape);
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+        const auto& o = operands[i];
+        out << (i ? ", " : "") << "(torch." << o.dtype << ", " << python_list(o.size) << ", "
+            << python_list(o.stride) << ')';
+    }
+    out << ')';
+    if (op == "addmm") out << "+alpha=1&beta=1";
+    return out.str();
+}
+
+std::string inductor_lookup_key(const std::string& op_key, const core::MMShape& shape,
+                                const std::string& device_name) {
+    const std::string op = core::parse_op_key(op_key).first;
+    const std::string key = inductor_input_key(op_key, shape) + "+" + op;
+    return device_name.empty() ? key : device_name + "+" + key;
+}
+
+std::string inductor_template_id(const std::string& op_key) {
+    return core::parse_op_key(op_key).first == "bmm" ? "triton::bmm" : "triton::mm";
+}
+
+std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
+                              const InductorLutOptions& options) {
+    ordered_json table = ordered_json::object();
+    for (const auto& problem : problems) {
+        std::string device;
+        if (options.include_device) {
+            device = options.device_name.empty() ? problem.hardware : options.device_name;
+        }
+        const std::string key = inductor_lookup_key(problem.op, problem.shape, device);
+        if (table.contains(key)) {
+            throw core::InputError("lookup table",
+                                   "two problems give the Inductor key '" + key +
+                                       "' (select one hardware with --hardware-name, or add "
+                                       "device names to the keys)");
+        }
+        const std::string template_id = inductor_template_id(problem.op);
+        ordered_json entries = ordered_json::array();
+        for (const auto& ranked : problem.configs) {
+            entries.push_back(inductor_entry(template_id, ranked.config));
+        }
+        table[key] = std::move(entries);
+    }
+    return core::python_json_dumps(table, 2) + "\n";
+}
+
+std::string diode_table_json(const std::vector<RankedProblem>& problems) {
+    ordered_json hardware = ordered_json::object();
+    std::set<std::string> seen;
+    for (const auto& problem : problems) {
+        if (!seen.insert(problem_label(problem)).second) {
+            throw core::InputError("lookup table",
+                                   "problem listed twice: " + problem_label(problem));
+        }
+        auto& hw = hardware[problem.hardware];
+        if (!hw.contains("operation")) {
+            hw["operation"] = ordered_json::object();
+            hw["version"] = 1;
+        }
+        auto& op = hw["operation"][problem.op];
+        if (!op.contains("solution")) {
+            op["solution"] = ordered_json::object();
+            op["version"] = 1;
+        }
+        ordered_json configs = ordered_json::array();
+        for (const auto& ranked : problem.configs) {
+            configs.push_back(core::config_to_document(ranked.config));
+        }
+        op["solution"][core::shape_key(problem.shape)] = {{"config", configs}, {"version", 1}};
+    }
+    const ordered_json table = {{"hardware", hardware}, {"version", 1}};
+    return core::python_json_dumps(table, 2) + "\n";
+}
+
+void write_lookup_table(const std::filesystem::path& path,
+                        const std::vector<RankedProblem>& problems, LutFormat format,
+                        const InductorLutOptions& options) {
+    const std::string text = format == LutFormat::inductor ? inductor_lut_json(problems, options)
+                                                           : diode_table_json(problems);
+    core::write_file_atomically(path, text);
+}
+
+}  // namespace mmt::model

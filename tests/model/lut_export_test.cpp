@@ -1,0 +1,169 @@
+// Lookup-table writers: Inductor's key format and value entries, torch-diode's Table.
+
+#include "matmul_toolkit/model/lut_export.hpp"
+
+#include <filesystem>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::model {
+namespace {
+
+core::GemmConfig tile(int bm, int bn, int bk, int stages, int warps, bool even_k) {
+    core::GemmConfig c;
+    c.name = "mm_config";
+    c.block_m = bm;
+    c.block_n = bn;
+    c.block_k = bk;
+    c.num_stages = stages;
+    c.num_warps = warps;
+    c.even_k = even_k;
+    return c;
+}
+
+RankedProblem problem(const std::string& op, std::int64_t b, std::int64_t m, std::int64_t n,
+                      std::int64_t k, const std::string& dtype = "float16") {
+    RankedProblem p;
+    p.hardware = "NVIDIA H100 80GB HBM3";
+    p.op = op;
+    p.shape = core::make_shape(b, m, n, k, dtype);
+    p.configs = {{tile(128, 64, 32, 3, 4, true), 0.5}, {tile(64, 64, 64, 2, 4, false), 0.7}};
+    return p;
+}
+
+TEST(InductorKey, MmRowMajorOperands) {
+    // A [M, K] with stride [K, 1], B [K, N] with stride [N, 1], as Python prints the tuple.
+    EXPECT_EQ(inductor_input_key("mm", core::make_shape(1, 64, 256, 128, "float16")),
+              "((torch.float16, [64, 128], [128, 1]), (torch.float16, [128, 256], [256, 1]))");
+    EXPECT_EQ(inductor_lookup_key("mm", core::make_shape(1, 64, 256, 128, "float16"), ""),
+              "((torch.float16, [64, 128], [128, 1]), (torch.float16, [128, 256], [256, 1]))+mm");
+}
+
+TEST(InductorKey, TransposedLayoutsUseColumnMajorStrides) {
+    // mm_tn: A is the transpose of a contiguous [K, M]; B row-major.
+    EXPECT_EQ(inductor_input_key("mm_tn", core::make_shape(1, 64, 256, 128, "bfloat16")),
+              "((torch.bfloat16, [64, 128], [1, 64]), (torch.bfloat16, [128, 256], [256, 1]))");
+    // mm_nt: B is the transpose of a contiguous [N, K] (a Linear weight).
+    EXPECT_EQ(inductor_input_key("mm_nt", core::make_shape(1, 64, 256, 128, "bfloat16")),
+              "((torch.bfloat16, [64, 128], [128, 1]), (torch.bfloat16, [128, 256], [1, 128]))");
+}
+
+TEST(InductorKey, AddmmPutsTheExpandedBiasFirstAndItsScalars) {
+    EXPECT_EQ(inductor_lookup_key("addmm", core::make_shape(1, 128, 256, 64, "float16"), "NVIDIA H100"),
+              "NVIDIA H100+((torch.float16, [128, 256], [0, 1]), (torch.float16, [128, 64], [64, 1]), "
+              "(torch.float16, [64, 256], [256, 1]))+alpha=1&beta=1+addmm");
+}
+
+TEST(InductorKey, BmmHasBatchedOperands) {
+    EXPECT_EQ(inductor_lookup_key("bmm", core::make_shape(4, 32, 48, 16, "float32"), ""),
+              "((torch.float32, [4, 32, 16], [512, 16, 1]), (torch.float32, [4, 16, 48], [768, 48, 1]))+bmm");
+    EXPECT_EQ(inductor_input_key("bmm_tt", core::make_shape(4, 32, 48, 16, "float32")),
+              "((torch.float32, [4, 32, 16], [512, 1, 32]), (torch.float32, [4, 16, 48], [768, 1, 16]))");
+}
+
+TEST(InductorKey, TemplateIds) {
+    EXPECT_EQ(inductor_template_id("mm"), "triton::mm");
+    EXPECT_EQ(inductor_template_id("addmm_nt"), "triton::mm");
+    EXPECT_EQ(inductor_template_id("bmm"), "triton::bmm");
+}
+
+TEST(InductorLut, ParsesAndHoldsTemplateConfigsInRankOrder) {
+    const auto text = inductor_lut_json({problem("mm", 1, 64, 256, 128), problem("bmm", 2, 32, 32, 32)});
+
+    const auto table = nlohmann::json::parse(text);
+
+    ASSERT_EQ(table.size(), 2u);
+    const auto key = "((torch.float16, [64, 128], [128, 1]), (torch.float16, [128, 256], [256, 1]))+mm";
+    ASSERT_TRUE(table.contains(key)) << text;
+    const auto& entries = table.at(key);
+    ASSERT_EQ(entries.size(), 2u);
+    const auto& first = entries[0];
+    EXPECT_EQ(first.at("template_id"), "triton::mm");
+    EXPECT_EQ(first.at("BLOCK_M"), 128);
+    EXPECT_EQ(first.at("BLOCK_N"), 64);
+    EXPECT_EQ(first.at("BLOCK_K"), 32);
+    EXPECT_EQ(first.at("GROUP_M"), 8);
+    EXPECT_EQ(first.at("num_stages"), 3);
+    EXPECT_EQ(first.at("num_warps"), 4);
+    EXPECT_EQ(first.at("EVEN_K"), true);
+    EXPECT_EQ(first.at("ALLOW_TF32"), false);
+    EXPECT_EQ(first.at("USE_FAST_ACCUM"), false);
+    EXPECT_EQ(first.at("ACC_TYPE"), "tl.float32");
+    EXPECT_EQ(entries[1].at("BLOCK_K"), 64);
+    // Every value entry is a template kwarg Inductor accepts, nothing else.
+    EXPECT_EQ(first.size(), 11u);
+    for (const auto& [k, entries_of_key] : table.items()) {
+        EXPECT_EQ(k.rfind("((torch.", 0), 0u) << k;
+        for (const auto& entry : entries_of_key) EXPECT_TRUE(entry.contains("template_id"));
+    }
+}
+
+TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {
+    InductorLutOptions from_hardware;
+    from_hardware.include_device = true;
+    auto table = nlohmann::json::parse(inductor_lut_json({problem("mm", 1, 16, 16, 16)}, from_hardware));
+    EXPECT_EQ(table.begin().key().rfind("NVIDIA H100 80GB HBM3+((", 0), 0u);
+
+    InductorLutOptions fixed = from_hardware;
+    fixed.device_name = "NVIDIA H100";
+    table = nlohmann::json::parse(inductor_lut_json({problem("mm", 1, 16, 16, 16)}, fixed));
+    EXPECT_EQ(table.begin().key().rfind("NVIDIA H100+((", 0), 0u);
+}
+
+TEST(InductorLut, CollidingKeysAreAnError) {
+    auto a = problem("mm", 1, 16, 16, 16);
+    auto b = a;
+    b.hardware = "another GPU";
+    EXPECT_THROW(inductor_lut_json({a, b}), core::InputError);
+    InductorLutOptions with_device;
+    with_device.include_device = true;
+    EXPECT_NO_THROW(inductor_lut_json({a, b}, with_device));
+}
+
+TEST(DiodeTable, NestsHardwareOperationSolution) {
+    const auto p = problem("addmm", 1, 64, 128, 32);
+    const auto table = nlohmann::json::parse(diode_table_json({p, problem("mm", 1, 64, 128, 32)}));
+
+    EXPECT_EQ(table.at("version"), 1);
+    const auto& hw = table.at("hardware").at("NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(hw.at("version"), 1);
+    const auto& op = hw.at("operation").at("addmm");
+    EXPECT_EQ(op.at("version"), 1);
+    const auto& solution = op.at("solution").at(core::shape_key(p.shape));
+    const auto& configs = solution.at("config");
+    ASSERT_EQ(configs.size(), 2u);
+    EXPECT_EQ(configs[0].at("block_m"), 128);
+    EXPECT_EQ(configs[0].at("EVEN_K"), true);
+    EXPECT_EQ(configs[0].at("name"), "mm_config");
+    EXPECT_EQ(configs[1].at("block_k"), 64);
+    EXPECT_TRUE(hw.at("operation").contains("mm"));
+}
+
+TEST(DiodeTable, DuplicateProblemIsAnError) {
+    const auto p = problem("mm", 1, 64, 128, 32);
+    EXPECT_THROW(diode_table_json({p, p}), core::InputError);
+}
+
+TEST(WriteLookupTable, WritesAtomicallyAndReadsBack) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("mmt_lut_" + std::to_string(::getpid()) + ".json");
+    write_lookup_table(path, {problem("mm", 1, 64, 128, 32)}, LutFormat::diode);
+    const auto table = nlohmann::json::parse(core::read_file(path));
+    EXPECT_TRUE(table.at("hardware").contains("NVIDIA H100 80GB HBM3"));
+    std::filesystem::remove(path);
+}
+
+TEST(LutFormat, ParsesNamesAndRejectsOthers) {
+    EXPECT_EQ(parse_lut_format("inductor"), LutFormat::inductor);
+    EXPECT_EQ(parse_lut_format("diode"), LutFormat::diode);
+    EXPECT_THROW(parse_lut_format("csv"), core::InputError);
+}
+
+}  // namespace
+}  // namespace mmt::model
