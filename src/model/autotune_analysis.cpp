@@ -53,6 +53,11 @@ bool same_tuning(const core::GemmConfig& a, const core::GemmConfig& b) {
            a.group_m == b.group_m && a.num_stages == b.num_stages && a.num_warps == b.num_warps;
 }
 
+bool same_tiles(const core::GemmConfig& a, const core::GemmConfig& b) {
+    return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
+           a.group_m == b.group_m;
+}
+
 RatioSummary summarise_ratios(std::vector<ShapeComparison> comparisons) {
     RatioSummary s;
     s.shapes_analysed = comparisons.size();
@@ -195,6 +200,14 @@ AutotuneAnalysis analyse_max_autotune(const core::Dataset& dataset,
     for (const auto& hw : dataset.hardware()) {
         for (const auto& operation : hw.operations) {
             const auto* ma_configs = solution_configs_for(solution, operation.name);
+            const bool tiles_only = options.tiles_only && options.tiles_only(hw.name);
+            auto listed_in_solution = [&](const core::GemmConfig& measured) {
+                return std::any_of(ma_configs->begin(), ma_configs->end(),
+                                   [&](const core::GemmConfig& c) {
+                                       return tiles_only ? same_tiles(c, measured)
+                                                         : same_tuning(c, measured);
+                                   });
+            };
             for (const auto& problem : operation.problems) {
                 ProblemFacts f;
                 f.hardware = hw.name;
@@ -224,10 +237,9 @@ AutotuneAnalysis analyse_max_autotune(const core::Dataset& dataset,
                 std::optional<double> ma_best;
                 if (ma_configs != nullptr) {
                     for (const auto& timed : f.triton) {
-                        const bool listed = std::any_of(
-                            ma_configs->begin(), ma_configs->end(),
-                            [&](const core::GemmConfig& c) { return same_tuning(c, timed.config); });
-                        if (listed && (!ma_best || timed.time_ms < *ma_best)) ma_best = timed.time_ms;
+                        if (listed_in_solution(timed.config) && (!ma_best || timed.time_ms < *ma_best)) {
+                            ma_best = timed.time_ms;
+                        }
                     }
                 } else if (std::find(ops_without_solution.begin(), ops_without_solution.end(),
                                      operation.name) == ops_without_solution.end()) {

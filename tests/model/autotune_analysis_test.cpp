@@ -309,6 +309,26 @@ TEST_F(AnalysisTest, NaNPredictionsRankLast) {
     }
 }
 
+TEST(TilesOnly, CpuEntriesMatchSolutionConfigsWhateverTheirStagesAndWarps) {
+    // The CPU backend times every tile with stages 1 / warps 4.
+    core::Dataset d;
+    const auto p = core::make_shape(1, 64, 64, 64, "float32");
+    add(d, "mm", p, tile(32, 32, 32, 1, 4), 2.0);
+    add(d, "mm", p, tile(64, 64, 32, 1, 4), 1.0);
+    core::Solution s;
+    s.configs = {tile(32, 32, 32, 5, 8)};
+    EXPECT_THROW(analyse_max_autotune(d, s, fake_model(), AnalysisOptions{{1}}), core::InputError);
+
+    AnalysisOptions cpu{{1}};
+    cpu.tiles_only = [](const std::string& hardware) { return hardware == "cpu-test"; };
+    const auto analysis = analyse_max_autotune(
+        d, s,
+        [](const std::string&, const std::string&, const core::MMShape&,
+           const std::vector<core::GemmConfig>& configs) { return std::vector<double>(configs.size(), 1.0); },
+        cpu);
+    EXPECT_DOUBLE_EQ(analysis.per_op[0].by_top_n[0].vs_max_autotune.total_reference_ms, 2.0);
+}
+
 TEST_F(AnalysisTest, RejectsNBelowOne) {
     EXPECT_THROW(analyse_max_autotune(dataset, flat_solution(), fake_model(), AnalysisOptions{{0}}),
                  core::InputError);

@@ -34,6 +34,9 @@ double population_std(const std::vector<double>& values);
 /// matches a dataset entry whatever those flags say.
 bool same_tuning(const core::GemmConfig& a, const core::GemmConfig& b);
 
+/// True when two configs have the same block sizes and group_m (stages and warps aside).
+bool same_tiles(const core::GemmConfig& a, const core::GemmConfig& b);
+
 /// The model's predicted times for `configs` (a problem's measured Triton configs, in
 /// dataset order): one value per config, lower is faster, any monotonic unit. NaN ranks last.
 using PredictFn = std::function<std::vector<double>(
@@ -103,6 +106,10 @@ struct AutotuneAnalysis {
 
 struct AnalysisOptions {
     std::vector<int> top_n_values = default_top_n_values();
+    /// Hardware on which only block sizes and group_m tell kernels apart (the CPU backend
+    /// fixes num_stages and num_warps): there a solution config matches a dataset entry
+    /// whatever its stages and warps. Unset: every hardware compares all six fields.
+    std::function<bool(const std::string& hardware)> tiles_only;
 };
 
 /// Compares, problem by problem, max-autotune's result (the best measured time among the
