@@ -2,9 +2,17 @@
 
 #include "command.hpp"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "matmul_toolkit/collect/backend_factory.hpp"
+
 namespace mmt::cli {
+
+std::string resolved_device(const GlobalOptions& global) {
+    if (!global.device.empty()) return global.device;
+    return collect::cuda_device_available() ? "cuda" : "cpu";
+}
 
 int& exit_code() {
     static int code = 0;
@@ -16,13 +24,15 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
         ->capture_default_str()->configurable();
     app.add_option("--device", global.device, "Measurement / training device (default: cuda when a GPU is present, else cpu)")
         ->check(CLI::IsMember({"cuda", "cpu"}));
-    app.add_option("--format", global.format, "Format of output files whose name has no extension")
+    app.add_option("--format", global.format, "Format of output files a command names itself (convert: the output format)")
         ->check(CLI::IsMember({"json", "msgpack"}))->capture_default_str();
     app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error, off")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
         ->capture_default_str();
     app.fallthrough();  // global options may also follow the subcommand name
     app.parse_complete_callback([&global] {
+        // Logs go to stderr so stdout carries only results (tables, --json output).
+        if (!spdlog::get("mmt")) spdlog::set_default_logger(spdlog::stderr_color_mt("mmt"));
         spdlog::set_level(spdlog::level::from_str(global.log_level));
         spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
     });
