@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <msgpack.hpp>
@@ -196,7 +197,18 @@ void dump(std::string& out, const OrderedJson& value, std::optional<int> indent,
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
-void pack(Packer& packer, const OrderedJson& value, std::size_t depth) {
+// msgpack-cxx's pack_double writes integral doubles as integers; Python always writes
+// float64 (0xcb), and a reader must get 100.0 back, not 100.
+void pack_float64(msgpack::sbuffer& buffer, double value) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    char out[9];
+    out[0] = static_cast<char>(0xCB);
+    for (int i = 0; i < 8; ++i) out[1 + i] = static_cast<char>((bits >> (56 - 8 * i)) & 0xFF);
+    buffer.write(out, sizeof(out));
+}
+
+void pack(msgpack::sbuffer& buffer, Packer& packer, const OrderedJson& value, std::size_t depth) {
     if (depth > kMaxDepth) {
         throw Error("msgpack", "value nested deeper than " + std::to_string(kMaxDepth) + " levels");
     }
@@ -211,7 +223,7 @@ void pack(Packer& packer, const OrderedJson& value, std::size_t depth) {
             break;
         case OrderedJson::value_t::number_integer: packer.pack_int64(value.get<std::int64_t>()); break;
         case OrderedJson::value_t::number_unsigned: packer.pack_uint64(value.get<std::uint64_t>()); break;
-        case OrderedJson::value_t::number_float: packer.pack_double(value.get<double>()); break;
+        case OrderedJson::value_t::number_float: pack_float64(buffer, value.get<double>()); break;
         case OrderedJson::value_t::string: {
             const auto& text = value.get_ref<const std::string&>();
             packer.pack_str(static_cast<std::uint32_t>(text.size()));
@@ -220,14 +232,14 @@ void pack(Packer& packer, const OrderedJson& value, std::size_t depth) {
         }
         case OrderedJson::value_t::array:
             packer.pack_array(static_cast<std::uint32_t>(value.size()));
-            for (const auto& item : value) pack(packer, item, depth + 1);
+            for (const auto& item : value) pack(buffer, packer, item, depth + 1);
             break;
         case OrderedJson::value_t::object:
             packer.pack_map(static_cast<std::uint32_t>(value.size()));
             for (auto it = value.begin(); it != value.end(); ++it) {
                 packer.pack_str(static_cast<std::uint32_t>(it.key().size()));
                 packer.pack_str_body(it.key().data(), static_cast<std::uint32_t>(it.key().size()));
-                pack(packer, it.value(), depth + 1);
+                pack(buffer, packer, it.value(), depth + 1);
             }
             break;
         case OrderedJson::value_t::binary: {
@@ -417,7 +429,7 @@ OrderedJson parse_json_text(const std::string& text, const std::string& subject)
 std::string to_msgpack_bytes(const OrderedJson& value) {
     msgpack::sbuffer buffer;
     Packer packer(buffer);
-    pack(packer, value, 0);
+    pack(buffer, packer, value, 0);
     return std::string(buffer.data(), buffer.size());
 }
 

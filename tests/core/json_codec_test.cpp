@@ -147,6 +147,13 @@ TEST(ToMsgpackBytes, PacksLikeMsgpackPackb) {
     EXPECT_EQ(to_msgpack_bytes(doc), expected);
 }
 
+TEST(ToMsgpackBytes, KeepsIntegralFloatsAsFloat64) {
+    // 100.0 = 1.5625 * 2^6: exponent 1023 + 6 = 0x405, fraction 0.5625 = 0x9 << 48.
+    EXPECT_EQ(to_msgpack_bytes(OrderedJson(100.0)), bytes({0xCB, 0x40, 0x59, 0, 0, 0, 0, 0, 0}));
+    EXPECT_EQ(to_msgpack_bytes(OrderedJson(-0.0)), bytes({0xCB, 0x80, 0, 0, 0, 0, 0, 0, 0}));
+    EXPECT_EQ(python_json_dumps(parse_msgpack_bytes(to_msgpack_bytes(OrderedJson(100.0)), "m")), "100.0");
+}
+
 TEST(ToMsgpackBytes, UsesSmallestIntegerAndStr8Encodings) {
     EXPECT_EQ(to_msgpack_bytes(OrderedJson(200)), bytes({0xCC, 0xC8}));
     EXPECT_EQ(to_msgpack_bytes(OrderedJson(65536)), bytes({0xCE, 0x00, 0x01, 0x00, 0x00}));
