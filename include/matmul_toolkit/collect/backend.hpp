@@ -18,6 +18,8 @@ struct Problem {
     std::string op = "mm";      ///< "mm" | "addmm" | "bmm"
     std::string layout = "nn";  ///< "nn" | "nt" | "tn" | "tt"
     core::MMShape shape;
+    float alpha = 1.0f;  ///< addmm: out = beta·bias + alpha·A·B (torch.addmm's defaults)
+    float beta = 1.0f;   ///< addmm: bias is a length-N vector broadcast over the rows
 
     const std::string& dtype() const { return shape.M_dtype; }
     /// The dataset operation key: op_key(op, layout).
@@ -41,6 +43,16 @@ struct Timing {
     double min_ms = 0.0;
     double max_ms = 0.0;
     std::vector<double> samples_ms;  ///< every timed run, in launch order (for traces)
+    /// Optional: start of each timed run in ms after the time() call began. Left empty,
+    /// traces draw the runs back to back.
+    std::vector<double> sample_starts_ms;
+};
+
+/// What a backend suggests when the user leaves an option unset.
+struct CollectionDefaults {
+    TimingOptions timing;
+    std::int64_t max_size = 4096;  ///< --max-size for generated problems
+    std::vector<std::string> dtypes{"float16", "bfloat16"};  ///< --dtypes
 };
 
 /// A config the backend refuses for a problem, and why.
@@ -66,7 +78,13 @@ public:
     virtual std::vector<std::string> supported_dtypes() const = 0;
     virtual std::vector<std::string> supported_ops() const = 0;
 
+    /// Defaults for --warmup, --repeat and --max-size on this backend.
+    virtual CollectionDefaults collection_defaults() const { return {}; }
+
     /// Splits configs into those this backend can run for the problem and those it can't.
+    /// `kept` is what the engine times: a backend may rewrite fields that mean nothing to
+    /// it (the CPU backend fixes num_stages/num_warps) and then prunes the duplicates.
+    /// Reasons are categories ("shared memory exceeds ..."), so the engine can count them.
     virtual PruneResult prune(const std::vector<core::GemmConfig>& configs,
                               const Problem& problem) const = 0;
 

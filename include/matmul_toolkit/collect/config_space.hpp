@@ -1,0 +1,63 @@
+#pragma once
+/// Kernel config search spaces: Inductor's DEFAULT list and the EXHAUSTIVE grid, the grid
+/// expansion that builds them, and the per-problem fields Inductor sets on each config.
+
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/collect/backend.hpp"
+#include "matmul_toolkit/core/types.hpp"
+
+namespace mmt::collect {
+
+/// `--search-space`: DEFAULT (Inductor's mm list) or EXHAUSTIVE (the full grid).
+enum class SearchSpace { default_space, exhaustive };
+
+/// Parses "DEFAULT" / "EXHAUSTIVE" (any case); throws InputError("--search-space", ...).
+SearchSpace parse_search_space(const std::string& name);
+/// "DEFAULT" | "EXHAUSTIVE"
+std::string search_space_name(SearchSpace space);
+
+/// One value list per config field; every combination is one config (llama-bench style).
+struct ConfigAxes {
+    std::vector<int> block_m;
+    std::vector<int> block_n;
+    std::vector<int> block_k;
+    std::vector<int> group_m;
+    std::vector<int> num_stages;
+    std::vector<int> num_warps;
+};
+
+/// Every combination of the axes, block_m outermost and num_warps innermost. An empty
+/// axis gives no configs; throws InputError when a value is not positive.
+std::vector<core::GemmConfig> expand_grid(const ConfigAxes& axes);
+
+/// The EXHAUSTIVE axes: block_m/n/k in {16..256}, group_m 8, stages 1..5, warps {2,4,8}.
+ConfigAxes exhaustive_axes();
+
+/// Inductor's 20 CUDA mm configs (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps), group_m 8.
+std::vector<core::GemmConfig> default_configs();
+/// expand_grid(exhaustive_axes()): 1875 configs before any backend prunes them.
+std::vector<core::GemmConfig> exhaustive_configs();
+std::vector<core::GemmConfig> configs_for(SearchSpace space);
+
+/// torch-diode's config name for an op: "mm_config", "addmm_config", "bmm_config".
+std::string config_name(const std::string& op);
+
+/// A config with the fields Inductor sets per problem: its name, EVEN_K when K is a
+/// multiple of block_k, ALLOW_TF32 for float32 when allowed, ACC_TYPE from the dtype.
+core::GemmConfig specialize_config(const core::GemmConfig& config, const Problem& problem,
+                                   bool allow_tf32);
+std::vector<core::GemmConfig> specialize_configs(const std::vector<core::GemmConfig>& configs,
+                                                 const Problem& problem, bool allow_tf32);
+
+/// The vendor-library entry of a problem, named as Inductor's extern choice
+/// ("aten_mm", "aten_addmm", "aten_bmm"); its tile fields are 0 since it has no tiles.
+core::GemmConfig reference_config(const Problem& problem);
+/// True for entries reference_config() makes (name starts with "aten_").
+bool is_reference_config(const core::GemmConfig& config);
+
+/// A short label for logs and traces: "64x64x32 g8 s2 w4", or the name for references.
+std::string describe_config(const core::GemmConfig& config);
+
+}  // namespace mmt::collect

@@ -1,0 +1,18 @@
+#pragma once
+/// Entry points of the CUDA backend (src/collect/cuda/), built only with MMT_WITH_CUDA.
+/// This header has no CUDA includes, so the factory can call it from plain C++.
+
+#include <memory>
+
+#include "matmul_toolkit/collect/backend.hpp"
+
+namespace mmt::collect {
+
+/// A backend on CUDA device `device_index`; throws core::Error naming the failing call
+/// when the driver or the device can't be opened.
+std::unique_ptr<Backend> make_cuda_backend(int device_index);
+
+/// True when a driver is loaded and at least one CUDA device can be opened.
+bool cuda_backend_device_available();
+
+}  // namespace mmt::collect

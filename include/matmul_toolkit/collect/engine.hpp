@@ -1,0 +1,115 @@
+#pragma once
+/// The collection engine: for each problem and each config of the search space, time the
+/// kernel on a backend and add the result to a dataset. One engine serves every backend.
+/// The CLI's collect, create-validation and collect-shapeset are thin wrappers of
+/// run_collection(); other programs call it the same way.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/collect/backend.hpp"
+#include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/collect/problem_generator.hpp"
+#include "matmul_toolkit/collect/progress.hpp"
+#include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::collect {
+
+struct CollectOptions {
+    // What to measure: generated problems, or a shapeset's when `shapeset` is set.
+    GeneratorOptions generator;  ///< empty dtypes: the backend's default dtypes
+    /// Unset: the backend's default (4096 on CUDA, 512 on CPU).
+    std::optional<std::int64_t> max_size;
+    std::filesystem::path shapeset;
+    std::vector<std::string> shapeset_operations{"mm", "addmm", "bmm"};
+    std::vector<std::string> shapeset_dtypes;  ///< empty: each shape's own dtype
+
+    // Which configs.
+    SearchSpace search_space = SearchSpace::default_space;
+    std::filesystem::path configs_file;  ///< a solution file: time exactly its configs
+    std::string search_mode = "max-autotune";  ///< recorded only, as torch-diode does
+    bool allow_tf32 = false;
+    bool time_reference = true;  ///< the aten_<op> entry per problem
+
+    // How to time: unset means the backend's default.
+    std::optional<int> warmup;
+    std::optional<int> repeat;
+    std::uint64_t seed = 42;
+
+    // Where it goes. An empty output keeps everything in memory (see DatasetCollector).
+    std::filesystem::path output;
+    std::string format = "json";  ///< the output's format when its name has no extension
+    std::optional<int> chunk_size;  ///< every N problems to OUTPUT_1, OUTPUT_2, ...
+    core::DiodeLayout layout = core::DiodeLayout::current;
+    std::filesystem::path trace_dir;  ///< a Chrome trace per problem when set
+};
+
+/// What a collection did.
+struct CollectionSummary {
+    std::string backend;
+    std::string hardware;
+    std::size_t problems_planned = 0;
+    std::size_t problems_resumed = 0;    ///< already in the output files, skipped
+    std::size_t problems_collected = 0;  ///< measured and written this run
+    std::size_t problems_empty = 0;      ///< every config and the reference failed
+    std::size_t problems_abandoned = 0;  ///< in flight at an interrupt, not recorded
+    std::size_t configs_considered = 0;
+    std::size_t configs_timed = 0;
+    std::size_t references_timed = 0;
+    std::map<std::string, std::size_t> pruned;     ///< reason -> configs
+    std::map<std::string, std::size_t> failed;     ///< reason -> configs
+    std::map<std::string, std::size_t> reference_failed;  ///< reason -> problems
+    double wall_seconds = 0.0;
+    double timed_kernel_seconds = 0.0;  ///< inside timed kernel runs (the backend's count)
+    std::vector<std::filesystem::path> files;  ///< every output file, resumed ones included
+    core::Dataset dataset;  ///< what those files hold now (or what was collected in memory)
+    bool interrupted = false;
+};
+
+/// Thrown by run_collection when SIGINT/SIGTERM stopped it, after everything finished was
+/// saved; it carries the summary so far.
+class CollectionInterrupted : public core::Interrupted {
+public:
+    CollectionInterrupted(const std::string& what, CollectionSummary summary)
+        : core::Interrupted(what), m_summary(std::move(summary)) {}
+    const CollectionSummary& summary() const { return m_summary; }
+
+private:
+    CollectionSummary m_summary;
+};
+
+/// Everything a run will do, resolved and checked before any work starts.
+struct CollectionPlan {
+    std::vector<Problem> problems;
+    std::vector<std::pair<std::string, std::vector<core::GemmConfig>>> configs_per_op;
+    TimingOptions timing;
+    std::filesystem::path output;  ///< with its extension; empty for in-memory runs
+};
+
+/// Resolves defaults from the backend and rejects bad input (InputError naming the option
+/// or file): sizes, lists, dtypes or ops the backend doesn't support, unreadable
+/// shapesets or config files, an unwritable output or trace directory.
+CollectionPlan plan_collection(const CollectOptions& options, const Backend& backend);
+
+/// Runs a collection: plans it, skips problems already in the output files (resume),
+/// times every config the backend keeps, writes the files as it goes (atomically, after
+/// every problem or chunk) and hands each finished problem to publish_result(). Throws
+/// InputError before any work on bad input, CollectionInterrupted after saving on Ctrl-C.
+CollectionSummary run_collection(const CollectOptions& options, Backend& backend,
+                                 ProgressSink* progress = nullptr);
+
+/// Human-readable summary: problems, configs, pruned/failed by reason, throughput, files.
+std::string format_summary(const CollectionSummary& summary);
+
+/// The "run" object of the sidecar: tool version, backend, search mode and space, timing.
+core::OrderedJson run_metadata(const CollectOptions& options, const CollectionPlan& plan,
+                               const Backend& backend);
+
+}  // namespace mmt::collect

@@ -1,0 +1,537 @@
+#include "matmul_toolkit/collect/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include <spdlog/spdlog.h>
+
+#include "matmul_toolkit/build_config.hpp"
+#include "matmul_toolkit/collect/dataset_collector.hpp"
+#include "matmul_toolkit/collect/interrupt.hpp"
+#include "matmul_toolkit/collect/output_files.hpp"
+#include "matmul_toolkit/collect/random.hpp"
+#include "matmul_toolkit/collect/timing_stats.hpp"
+#include "matmul_toolkit/collect/trace.hpp"
+#include "matmul_toolkit/core/meta_sidecar.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mmt::collect {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Mid-chunk checkpoints rewrite the whole file; past this share of the run's time spent
+// saving they wait for the chunk's end, so huge unchunked files don't dominate the run.
+constexpr double kMaxSaveShare = 0.1;
+
+const std::vector<std::string> kSearchModes{"max-autotune", "default", "reduce-overhead",
+                                            "max-autotune-no-cudagraphs"};
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+}
+
+bool contains(const std::vector<std::string>& items, const std::string& item) {
+    return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+std::string problem_id(const Problem& p) { return p.op_key() + "|" + core::shape_key(p.shape); }
+
+std::vector<Problem> plan_problems(const CollectOptions& options, const Backend& backend,
+                                   const CollectionDefaults& defaults) {
+    if (!options.shapeset.empty()) {
+        const auto shapeset = core::load_shapeset(options.shapeset);
+        auto problems = problems_from_shapeset(shapeset, options.shapeset_operations,
+                                               options.shapeset_dtypes);
+        if (problems.empty()) {
+            throw core::InputError(options.shapeset.string(),
+                                   "no shapes for the operations " + join(options.shapeset_operations));
+        }
+        const auto supported = backend.supported_dtypes();
+        for (const auto& p : problems) {
+            if (!contains(supported, p.dtype())) {
+                throw core::InputError(options.shapeset.string(),
+                                       "dtype " + p.dtype() + " is not supported by the " +
+                                           backend.name() + " backend (supported: " +
+                                           join(supported) + "; --dtypes replaces the shapes' dtype)");
+            }
+        }
+        return problems;
+    }
+    GeneratorOptions generator = options.generator;
+    if (generator.dtypes.empty()) generator.dtypes = defaults.dtypes;
+    if (options.max_size) {
+        generator.sizes.max_size = *options.max_size;
+    } else {
+        generator.sizes.max_size = defaults.max_size;
+        if (generator.sizes.min_size > generator.sizes.max_size) {
+            throw core::InputError("--min-size", std::to_string(generator.sizes.min_size) +
+                                                     " is above the " + backend.name() +
+                                                     " backend's default --max-size " +
+                                                     std::to_string(defaults.max_size) +
+                                                     "; pass --max-size too");
+        }
+    }
+    validate_generator_options(generator);
+    const auto supported = backend.supported_dtypes();
+    for (const auto& dtype : generator.dtypes) {
+        if (!contains(supported, dtype)) {
+            throw core::InputError("--dtypes", dtype + " is not supported by the " + backend.name() +
+                                                   " backend (supported: " + join(supported) + ")");
+        }
+    }
+    return generate_problems(generator, options.seed);
+}
+
+std::vector<std::pair<std::string, std::vector<core::GemmConfig>>> plan_configs(
+    const CollectOptions& options, const std::vector<Problem>& problems) {
+    std::vector<std::string> ops;
+    for (const auto& p : problems) {
+        if (!contains(ops, p.op)) ops.push_back(p.op);
+    }
+    std::vector<std::pair<std::string, std::vector<core::GemmConfig>>> out;
+    if (options.configs_file.empty()) {
+        const auto configs = configs_for(options.search_space);
+        for (const auto& op : ops) out.emplace_back(op, configs);
+        return out;
+    }
+    const auto solution = core::load_solution(options.configs_file);
+    for (const auto& op : ops) {
+        const auto& configs = solution.configs_for(op);
+        if (configs.empty()) {
+            throw core::InputError(options.configs_file.string(), "no configs for operation " + op);
+        }
+        out.emplace_back(op, configs);
+    }
+    return out;
+}
+
+const std::vector<core::GemmConfig>& configs_of(const CollectionPlan& plan, const std::string& op) {
+    for (const auto& [name, configs] : plan.configs_per_op) {
+        if (name == op) return configs;
+    }
+    throw core::Error("collection plan", "no configs planned for operation " + op);
+}
+
+std::string utc_timestamp() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return text;
+}
+
+core::OrderedJson timing_document(const Timing& t, int warmup) {
+    core::OrderedJson doc;
+    doc["median_ms"] = t.median_ms;
+    doc["min_ms"] = t.min_ms;
+    doc["max_ms"] = t.max_ms;
+    doc["spread"] = relative_spread(t);
+    doc["warmup"] = warmup;
+    doc["repeat"] = static_cast<int>(t.samples_ms.size());
+    return doc;
+}
+
+// The file a run is writing now (the whole output, or the current chunk), its sidecar, and
+// everything already written.
+class OutputWriter {
+public:
+    OutputWriter(const CollectOptions& options, const CollectionPlan& plan, std::string hardware,
+                 core::OrderedJson run_meta)
+        : m_output(plan.output),
+          m_chunk_size(options.chunk_size.value_or(0)),
+          m_layout(options.layout),
+          m_hardware(std::move(hardware)),
+          m_run_meta(std::move(run_meta)),
+          m_current(std::make_unique<DatasetCollector>(m_hardware)) {}
+
+    // Loads what earlier runs wrote; returns everything in those files.
+    core::Dataset resume() {
+        core::Dataset all;
+        if (m_output.empty()) return all;
+        std::vector<fs::path> files;
+        if (m_chunk_size > 0) {
+            files = existing_chunks(m_output);
+        } else if (fs::is_regular_file(m_output)) {
+            files.push_back(m_output);
+        }
+        std::size_t last_file_problems = 0;
+        for (const auto& file : files) {
+            core::Dataset data;
+            try {
+                data = core::load_dataset(file);
+            } catch (const core::InputError& e) {
+                throw core::InputError(file.string(), "cannot resume from this file (" + e.detail() +
+                                                          "); move it away to start afresh");
+            }
+            last_file_problems = data.num_problems();
+            all.merge(data);
+            m_files.push_back(file);
+        }
+        if (m_chunk_size > 0) {
+            m_chunk_index = static_cast<int>(files.size());
+            if (!files.empty() && last_file_problems < static_cast<std::size_t>(m_chunk_size)) {
+                open_file(files.back());
+            } else {
+                open_file(chunk_path(m_output, ++m_chunk_index));
+            }
+        } else {
+            open_file(m_output);
+        }
+        return all;
+    }
+
+    void add(const ProblemResult& result, const core::OrderedJson& problem_meta) {
+        m_current->add_problem(result.op, result.shape, result.timed_configs);
+        m_meta["problems"][core::meta_problem_key(m_hardware, result.op, result.shape)] = problem_meta;
+        m_dirty = true;
+    }
+
+    // Saves when the chunk is full (and starts the next), or when a checkpoint is cheap
+    // enough; `elapsed` is the run's time so far.
+    void checkpoint(double elapsed) {
+        if (m_output.empty()) return;
+        const bool chunk_full =
+            m_chunk_size > 0 && m_current->get_dataset().num_problems() >= static_cast<std::size_t>(m_chunk_size);
+        if (chunk_full || m_save_seconds <= kMaxSaveShare * elapsed) save();
+        if (chunk_full) open_file(chunk_path(m_output, ++m_chunk_index));
+    }
+
+    void save() {
+        if (m_output.empty() || !m_dirty) return;
+        const auto start = Clock::now();
+        m_current->save_to_file(m_path, m_layout);
+        core::save_meta_sidecar(m_path, m_meta);
+        if (std::find(m_files.begin(), m_files.end(), m_path) == m_files.end()) m_files.push_back(m_path);
+        m_dirty = false;
+        m_save_seconds += seconds_between(start, Clock::now());
+    }
+
+    const std::vector<fs::path>& files() const { return m_files; }
+    const core::Dataset& in_memory() const { return m_current->get_dataset(); }
+
+private:
+    void open_file(const fs::path& path) {
+        m_path = path;
+        m_current = std::make_unique<DatasetCollector>(m_hardware);
+        if (fs::exists(path)) m_current->load_from_file(path);
+        m_meta = fs::exists(path) ? core::load_meta_sidecar(path) : core::OrderedJson::object();
+        m_meta["tool"] = {{"name", "matmul_toolkit"}, {"version", MMT_VERSION_STRING}};
+        m_meta["run"] = m_run_meta;
+        if (!m_meta.contains("problems")) m_meta["problems"] = core::OrderedJson::object();
+        m_dirty = false;
+    }
+
+    fs::path m_output;
+    int m_chunk_size;
+    core::DiodeLayout m_layout;
+    std::string m_hardware;
+    core::OrderedJson m_run_meta;
+    std::unique_ptr<DatasetCollector> m_current;
+    fs::path m_path;
+    core::OrderedJson m_meta = core::OrderedJson::object();
+    int m_chunk_index = 0;
+    bool m_dirty = false;
+    double m_save_seconds = 0.0;
+    std::vector<fs::path> m_files;
+};
+
+}  // namespace
+
+CollectionPlan plan_collection(const CollectOptions& options, const Backend& backend) {
+    const CollectionDefaults defaults = backend.collection_defaults();
+    CollectionPlan plan;
+    plan.timing.warmup = options.warmup.value_or(defaults.timing.warmup);
+    plan.timing.repeat = options.repeat.value_or(defaults.timing.repeat);
+    if (plan.timing.warmup < 0) throw core::InputError("--warmup", "must be 0 or more");
+    if (plan.timing.repeat < 1) throw core::InputError("--repeat", "must be at least 1");
+    if (!contains(kSearchModes, options.search_mode)) {
+        throw core::InputError("--search-mode", "unknown mode '" + options.search_mode +
+                                                    "' (expected one of " + join(kSearchModes) + ")");
+    }
+    if (options.chunk_size && *options.chunk_size < 1) {
+        throw core::InputError("--chunk-size", "must be at least 1");
+    }
+    if (options.chunk_size && options.output.empty()) {
+        throw core::InputError("--chunk-size", "needs an output file");
+    }
+
+    plan.problems = plan_problems(options, backend, defaults);
+    const auto ops = backend.supported_ops();
+    for (const auto& p : plan.problems) {
+        if (!contains(ops, p.op)) {
+            throw core::InputError(options.shapeset.empty() ? "--ops" : options.shapeset.string(),
+                                   "operation " + p.op + " is not supported by the " +
+                                       backend.name() + " backend");
+        }
+    }
+    plan.configs_per_op = plan_configs(options, plan.problems);
+
+    if (!options.output.empty()) {
+        plan.output = resolve_output_path(options.output, options.format);
+        check_writable_directory(plan.output.parent_path(), "--output");
+    }
+    if (!options.trace_dir.empty()) check_writable_directory(options.trace_dir, "--trace-dir");
+    return plan;
+}
+
+core::OrderedJson run_metadata(const CollectOptions& options, const CollectionPlan& plan,
+                               const Backend& backend) {
+    core::OrderedJson run;
+    run["backend"] = backend.name();
+    run["hardware"] = backend.hardware_name();
+    run["search_mode"] = options.search_mode;
+    if (options.configs_file.empty()) {
+        run["search_space"] = search_space_name(options.search_space);
+    } else {
+        run["configs_file"] = options.configs_file.string();
+    }
+    run["allow_tf32"] = options.allow_tf32;
+    run["warmup"] = plan.timing.warmup;
+    run["repeat"] = plan.timing.repeat;
+    run["statistic"] = "median";
+    run["seed"] = options.seed;
+    if (!options.shapeset.empty()) {
+        run["source"] = "shapeset";
+        run["shapeset"] = options.shapeset.string();
+    } else {
+        const auto& s = options.generator.sizes;
+        run["source"] = s.log_normal ? "log_normal" : "random";
+        run["num_shapes"] = options.generator.num_shapes;
+        run["min_size"] = s.min_size;
+        run["max_size"] = options.max_size.value_or(backend.collection_defaults().max_size);
+        run["power_of_two"] = s.power_of_two;
+        run["no_rectangular"] = s.no_rectangular;
+        run["no_odd_sizes"] = s.no_odd_sizes;
+        if (s.log_normal) {
+            run["log_normal"] = {{"m_mean", s.m.mean}, {"m_std", s.m.std}, {"n_mean", s.n.mean},
+                                 {"n_std", s.n.std},   {"k_mean", s.k.mean}, {"k_std", s.k.std}};
+        }
+    }
+    run["collected_at"] = utc_timestamp();
+    return run;
+}
+
+CollectionSummary run_collection(const CollectOptions& options, Backend& backend,
+                                 ProgressSink* progress) {
+    const auto start = Clock::now();
+    auto silent = make_silent_progress();
+    ProgressSink& sink = progress != nullptr ? *progress : *silent;
+
+    const CollectionPlan plan = plan_collection(options, backend);
+    CollectionSummary summary;
+    summary.backend = backend.name();
+    summary.hardware = backend.hardware_name();
+    summary.problems_planned = plan.problems.size();
+
+    OutputWriter writer(options, plan, summary.hardware, run_metadata(options, plan, backend));
+    const core::Dataset existing = writer.resume();
+
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < plan.problems.size(); ++i) {
+        const auto& p = plan.problems[i];
+        if (existing.contains(summary.hardware, p.op_key(), p.shape)) {
+            ++summary.problems_resumed;
+        } else {
+            todo.push_back(i);
+        }
+    }
+
+    const double kernel_seconds_before = backend.timed_kernel_seconds();
+    ProgressState state;
+    state.problems_total = plan.problems.size();
+    state.problems_resumed = summary.problems_resumed;
+    state.problems_done = summary.problems_resumed;
+    auto update_rates = [&](std::size_t finished_this_run) {
+        state.elapsed_seconds = seconds_between(start, Clock::now());
+        state.configs_timed = summary.configs_timed;
+        state.configs_per_second =
+            state.elapsed_seconds > 0 ? static_cast<double>(summary.configs_timed) / state.elapsed_seconds : 0.0;
+        const std::size_t remaining = state.problems_total - state.problems_done;
+        state.eta_seconds = finished_this_run > 0 ? state.elapsed_seconds / static_cast<double>(finished_this_run) *
+                                                        static_cast<double>(remaining)
+                                                  : -1.0;
+    };
+    sink.on_start(state);
+
+    std::size_t finished = 0;
+    for (const std::size_t index : todo) {
+        if (interrupt_requested()) {
+            summary.interrupted = true;
+            break;
+        }
+        const Problem& problem = plan.problems[index];
+        state.current = describe_problem(problem);
+        sink.on_config(state);
+
+        ProblemResult result{summary.hardware, problem.op_key(), problem.shape, {}};
+        core::OrderedJson problem_meta = core::OrderedJson::object();
+        ProblemTrace trace(state.current);
+        std::size_t pruned_here = 0, failed_here = 0;
+        std::string reference_line;
+
+        try {
+            backend.prepare(problem, derive_seed(options.seed, "operands|" + problem_id(problem)));
+        } catch (const std::exception& e) {
+            ++summary.failed[std::string("prepare failed: ") + e.what()];
+            ++summary.problems_empty;
+            ++state.problems_done;
+            ++finished;
+            update_rates(finished);
+            sink.on_problem_done(state, state.current + ": skipped, " + e.what());
+            continue;
+        }
+
+        const auto configs = specialize_configs(configs_of(plan, problem.op), problem, options.allow_tf32);
+        summary.configs_considered += configs.size();
+        const PruneResult pruned = backend.prune(configs, problem);
+        for (const auto& p : pruned.pruned) ++summary.pruned[p.reason];
+        pruned_here = pruned.pruned.size();
+
+        auto time_one = [&](const core::GemmConfig& config, bool reference) -> bool {
+            const std::string label = describe_config(config);
+            const double call_start = seconds_between(start, Clock::now()) * 1e6;
+            try {
+                const Timing timing = reference ? backend.time_reference(problem, plan.timing)
+                                                : backend.time(problem, config, plan.timing);
+                const double call_end = seconds_between(start, Clock::now()) * 1e6;
+                result.timed_configs.push_back({config, timing.median_ms, 1});
+                problem_meta[label] = timing_document(timing, plan.timing.warmup);
+                trace.add_timing(label, call_start, call_end, timing);
+                if (reference) {
+                    ++summary.references_timed;
+                    char text[64];
+                    std::snprintf(text, sizeof text, "%s %.4f ms", config.name.c_str(), timing.median_ms);
+                    reference_line = text;
+                } else {
+                    ++summary.configs_timed;
+                }
+            } catch (const core::Interrupted&) {
+                summary.interrupted = true;
+            } catch (const std::exception& e) {
+                const double call_end = seconds_between(start, Clock::now()) * 1e6;
+                trace.add_failure(label, call_start, call_end, e.what());
+                if (reference) {
+                    ++summary.reference_failed[e.what()];
+                } else {
+                    ++summary.failed[e.what()];
+                    ++failed_here;
+                }
+            }
+            update_rates(finished);
+            sink.on_config(state);
+            return !summary.interrupted && !interrupt_requested();
+        };
+
+        bool completed = true;
+        for (const auto& config : pruned.kept) {
+            if (!time_one(config, false)) {
+                completed = false;
+                break;
+            }
+        }
+        if (completed && options.time_reference) completed = time_one(reference_config(problem), true);
+        if (!completed) {
+            summary.interrupted = true;
+            summary.problems_abandoned = 1;
+            break;
+        }
+
+        ++state.problems_done;
+        ++finished;
+        if (result.timed_configs.empty()) {
+            ++summary.problems_empty;
+        } else {
+            writer.add(result, problem_meta);
+            publish_result(result);
+            ++summary.problems_collected;
+        }
+        if (!options.trace_dir.empty()) trace.save(trace_path(options.trace_dir, index, problem));
+        writer.checkpoint(seconds_between(start, Clock::now()));
+
+        update_rates(finished);
+        std::ostringstream line;
+        line << state.current << ": " << (result.timed_configs.size() - (reference_line.empty() ? 0 : 1))
+             << " timed, " << pruned_here << " pruned, " << failed_here << " failed";
+        const core::TimedConfig* best = nullptr;
+        for (const auto& tc : result.timed_configs) {
+            if (!is_reference_config(tc.config) && (best == nullptr || tc.time_ms < best->time_ms)) best = &tc;
+        }
+        if (best != nullptr) {
+            char text[96];
+            std::snprintf(text, sizeof text, "; best %s %.4f ms", describe_config(best->config).c_str(),
+                          best->time_ms);
+            line << text;
+        }
+        if (!reference_line.empty()) line << "; " << reference_line;
+        sink.on_problem_done(state, line.str());
+    }
+
+    writer.save();
+    update_rates(finished);
+    state.current.clear();
+    sink.on_finish(state);
+
+    summary.files = writer.files();
+    if (plan.output.empty()) {
+        summary.dataset = writer.in_memory();
+    } else {
+        for (const auto& file : summary.files) summary.dataset.merge(core::load_dataset(file));
+    }
+    summary.wall_seconds = seconds_between(start, Clock::now());
+    summary.timed_kernel_seconds = backend.timed_kernel_seconds() - kernel_seconds_before;
+
+    if (summary.interrupted) {
+        std::string where = summary.files.empty() ? "nothing was saved"
+                                                  : "saved to " + summary.files.back().string();
+        throw CollectionInterrupted("interrupted: " + std::to_string(summary.problems_collected) +
+                                        " problems collected this run, " + where +
+                                        "; run the same command again to resume",
+                                    std::move(summary));
+    }
+    return summary;
+}
+
+std::string format_summary(const CollectionSummary& s) {
+    std::ostringstream out;
+    out << "Collection summary (" << s.backend << ": " << s.hardware << ")\n";
+    out << "  problems: " << s.problems_collected << " collected, " << s.problems_resumed
+        << " already in the output, " << s.problems_empty << " without any timing";
+    if (s.problems_abandoned > 0) out << ", " << s.problems_abandoned << " abandoned at the interrupt";
+    out << " (of " << s.problems_planned << ")\n";
+    std::size_t pruned = 0, failed = 0;
+    for (const auto& [reason, n] : s.pruned) pruned += n;
+    for (const auto& [reason, n] : s.failed) failed += n;
+    out << "  configs: " << s.configs_considered << " considered, " << s.configs_timed << " timed, "
+        << pruned << " pruned, " << failed << " failed; " << s.references_timed
+        << " reference entries\n";
+    for (const auto& [reason, n] : s.pruned) out << "    pruned " << n << ": " << reason << "\n";
+    for (const auto& [reason, n] : s.failed) out << "    failed " << n << ": " << reason << "\n";
+    for (const auto& [reason, n] : s.reference_failed) {
+        out << "    reference failed " << n << ": " << reason << "\n";
+    }
+    char line[160];
+    const double rate = s.wall_seconds > 0 ? static_cast<double>(s.configs_timed) / s.wall_seconds : 0.0;
+    const double share = s.wall_seconds > 0 ? 100.0 * s.timed_kernel_seconds / s.wall_seconds : 0.0;
+    std::snprintf(line, sizeof line,
+                  "  time: %.2f s wall, %.1f configs/s, %.1f %% of wall time inside timed kernel runs\n",
+                  s.wall_seconds, rate, share);
+    out << line;
+    for (const auto& file : s.files) out << "  file: " << file.string() << "\n";
+    return out.str();
+}
+
+}  // namespace mmt::collect
