@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(build-essential cmake ninja-build git
           libtorch-dev libcli11-dev nlohmann-json3-dev libmsgpack-cxx-dev
-          libspdlog-dev libgtest-dev)
+          libspdlog-dev libgtest-dev libopenblas-dev)
 
 missing=()
 for p in "${packages[@]}"; do
