@@ -1,0 +1,58 @@
+#pragma once
+/// The fast path a compiler calls: rank a config space for a problem with a loaded model
+/// and keep the K configs with the lowest predicted time. Also the checks shared by the
+/// commands that apply a model to a dataset (is it the model's hardware?).
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/collect/backend.hpp"
+#include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/model/lut_export.hpp"
+#include "matmul_toolkit/model/predictor.hpp"
+
+namespace mmt::model {
+
+/// Where a problem's candidate configs come from.
+struct CandidateOptions {
+    collect::SearchSpace space = collect::SearchSpace::default_space;
+    bool allow_tf32 = false;  ///< ALLOW_TF32 on float32 problems, as collect --allow-tf32
+    /// When set, the backend prunes the space as collection does (the CPU backend fixes
+    /// stages/warps and drops repeats; the CUDA backend drops what the GPU can't run).
+    const collect::Backend* backend = nullptr;
+};
+
+/// The space's configs set for the problem as Inductor does (name, EVEN_K, ALLOW_TF32,
+/// ACC_TYPE), pruned by the backend when one is given, duplicates removed.
+std::vector<core::GemmConfig> candidate_configs(const std::string& op_key, const core::MMShape& shape,
+                                                const CandidateOptions& options);
+
+/// The `top_k` distinct candidates with the lowest predicted time, fastest first (ties
+/// keep candidate order). Fewer when there are fewer candidates. `parallel_units` 0: the
+/// model's own hardware.
+std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::string& op_key,
+                                        const core::MMShape& shape,
+                                        const std::vector<core::GemmConfig>& candidates,
+                                        std::size_t top_k, int parallel_units = 0);
+
+/// This machine's backend for `device` ("cpu" | "cuda") when it measures hardware the
+/// model was trained on, so its prune() turns a space into what collection timed there;
+/// nullptr when the model's hardware is another machine's.
+std::unique_ptr<collect::Backend> backend_for_model(const ModelInfo& info, const std::string& device);
+
+/// The hardware names a model was trained on (ModelInfo::hardware_name joins them with ", ").
+std::vector<std::string> model_hardware_names(const ModelInfo& info);
+
+/// Hardware names of the dataset the model was not trained on, in dataset order.
+std::vector<std::string> foreign_hardware(const ModelInfo& info, const core::Dataset& dataset);
+
+/// Throws core::InputError("--model", ...) when the dataset holds hardware the model was
+/// not trained on and `force` is false; with `force` it returns the warning to log
+/// instead (empty when everything matches).
+std::string check_model_hardware(const ModelInfo& info, const core::Dataset& dataset,
+                                 const std::string& model_path, bool force);
+
+}  // namespace mmt::model

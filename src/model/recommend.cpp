@@ -1,0 +1,108 @@
+#include "matmul_toolkit/model/recommend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_set>
+
+#include "matmul_toolkit/collect/backend_factory.hpp"
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::model {
+
+std::vector<core::GemmConfig> candidate_configs(const std::string& op_key, const core::MMShape& shape,
+                                                const CandidateOptions& options) {
+    const auto [op, layout] = core::parse_op_key(op_key);
+    collect::Problem problem;
+    problem.op = op;
+    problem.layout = layout;
+    problem.shape = shape;
+    auto configs = collect::specialize_configs(collect::configs_for(options.space), problem,
+                                               options.allow_tf32);
+    if (options.backend != nullptr) configs = options.backend->prune(configs, problem).kept;
+
+    std::unordered_set<core::GemmConfig, core::GemmConfigHash> seen;
+    std::vector<core::GemmConfig> distinct;
+    distinct.reserve(configs.size());
+    for (auto& c : configs) {
+        if (seen.insert(c).second) distinct.push_back(std::move(c));
+    }
+    return distinct;
+}
+
+std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::string& op_key,
+                                        const core::MMShape& shape,
+                                        const std::vector<core::GemmConfig>& candidates,
+                                        std::size_t top_k, int parallel_units) {
+    if (candidates.empty() || top_k == 0) return {};
+    const auto log_ms = predictor.predict_log_ms(op_key, shape, candidates, parallel_units);
+
+    // Repeated candidates would take several of the K places with one kernel.
+    std::unordered_set<core::GemmConfig, core::GemmConfigHash> seen;
+    std::vector<std::size_t> order;
+    order.reserve(candidates.size());
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        if (seen.insert(candidates[i]).second) order.push_back(i);
+    }
+    auto key = [&](std::size_t i) {
+        return std::isnan(log_ms[i]) ? std::numeric_limits<double>::infinity() : log_ms[i];
+    };
+    const std::size_t k = std::min(top_k, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](std::size_t a, std::size_t b) {
+                          return key(a) < key(b) || (key(a) == key(b) && a < b);
+                      });
+    std::vector<RankedConfig> out;
+    out.reserve(k);
+    for (std::size_t i = 0; i < k; ++i) {
+        out.push_back(RankedConfig{candidates[order[i]], std::exp(log_ms[order[i]])});
+    }
+    return out;
+}
+
+std::vector<std::string> model_hardware_names(const ModelInfo& info) {
+    std::vector<std::string> names;
+    const std::string& all = info.hardware_name;
+    std::size_t start = 0;
+    while (start <= all.size()) {
+        const auto comma = all.find(", ", start);
+        const auto end = comma == std::string::npos ? all.size() : comma;
+        if (end > start) names.push_back(all.substr(start, end - start));
+        if (comma == std::string::npos) break;
+        start = comma + 2;
+    }
+    return names;
+}
+
+std::unique_ptr<collect::Backend> backend_for_model(const ModelInfo& info, const std::string& device) {
+    auto backend = collect::make_backend(device);
+    for (const auto& name : model_hardware_names(info)) {
+        if (name == backend->hardware_name()) return backend;
+    }
+    return nullptr;
+}
+
+std::vector<std::string> foreign_hardware(const ModelInfo& info, const core::Dataset& dataset) {
+    const auto known = model_hardware_names(info);
+    std::vector<std::string> foreign;
+    for (const auto& hw : dataset.hardware()) {
+        if (std::find(known.begin(), known.end(), hw.name) == known.end()) foreign.push_back(hw.name);
+    }
+    return foreign;
+}
+
+std::string check_model_hardware(const ModelInfo& info, const core::Dataset& dataset,
+                                 const std::string& model_path, bool force) {
+    const auto foreign = foreign_hardware(info, dataset);
+    if (foreign.empty()) return {};
+    std::string names;
+    for (const auto& name : foreign) names += (names.empty() ? "'" : ", '") + name + "'";
+    const std::string message = "the model was trained on '" + info.hardware_name +
+                                "', the dataset holds " + names +
+                                ": its predictions for other hardware are not trustworthy";
+    if (!force) throw core::InputError(model_path, message + " (pass --force to go on anyway)");
+    return message;
+}
+
+}  // namespace mmt::model
