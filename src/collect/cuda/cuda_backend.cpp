@@ -1,0 +1,452 @@
+#include "cuda_backend_impl.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "cuda_check.hpp"
+#include "driver_api.hpp"
+#include "kernel_source.hpp"
+#include "nvrtc_compiler.hpp"
+#include "matmul_toolkit/collect/cuda_backend.hpp"
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::collect {
+
+std::unique_ptr<Backend> make_cuda_backend(int device_index) {
+    cuda::CudaBackendOptions options;
+    options.device_index = device_index;
+    return std::make_unique<cuda::CudaBackend>(options);
+}
+
+bool cuda_backend_device_available() {
+    const cuda::DriverApi* api = cuda::try_load_driver();
+    if (api == nullptr) return false;
+    int count = 0;
+    if (api->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return false;
+    try {
+        const cuda::DeviceInfo info = cuda::read_device_info(0);
+        return info.cc_major >= 8;  // cp.async, bf16 mma and ldmatrix.trans need sm_80
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+namespace cuda {
+namespace {
+
+constexpr const char* kUtilityPrelude = "#define MMT_UTILITY 1\n";
+constexpr int kDefaultWarmup = 3;
+constexpr int kDefaultRepeat = 10;
+constexpr std::uint64_t kVerifySeed = 0x5eed0fc0ffeeull;
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    std::uint32_t exponent = (h >> 10) & 0x1f;
+    std::uint32_t mantissa = h & 0x3ffu;
+    std::uint32_t bits;
+    if (exponent == 0x1f) {
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent == 0) {
+        if (mantissa == 0) {
+            bits = sign;
+        } else {  // subnormal: renormalise
+            int e = -1;
+            do {
+                ++e;
+                mantissa <<= 1;
+            } while ((mantissa & 0x400u) == 0);
+            bits = sign | static_cast<std::uint32_t>(127 - 15 - e) << 23 | (mantissa & 0x3ffu) << 13;
+        }
+    } else {
+        bits = sign | (exponent + 112) << 23 | mantissa << 13;
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+float bf16_to_float(std::uint16_t h) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// A small problem of the spec's dtype / op / layout whose sizes satisfy the spec's
+// alignment (so the very same kernel runs on it) and are otherwise ragged: M, N and
+// (unless EVEN_K) K are not multiples of the block, M spans more than one GROUP_M band,
+// and K spans more k-tiles than the pipeline has stages.
+Problem verification_problem(const KernelSpec& s) {
+    const bool a_row = s.layout[0] == 'n', b_row = s.layout[1] == 'n';
+    const int need_m = a_row ? 1 : s.align.vec_a;
+    const int need_n = std::max(b_row ? s.align.vec_b : 1, s.align.vec_c);
+    const int need_k = std::max(a_row ? s.align.vec_a : 1, b_row ? 1 : s.align.vec_b);
+    const std::int64_t M = static_cast<std::int64_t>(std::min(s.group_m, 8) + 1) * s.block_m + need_m;
+    const std::int64_t N = 2 * static_cast<std::int64_t>(s.block_n) + need_n;
+    const std::int64_t K = s.even_k ? static_cast<std::int64_t>(s.num_stages + 1) * s.block_k
+                                    : static_cast<std::int64_t>(s.num_stages) * s.block_k + need_k;
+    Problem p;
+    p.op = s.op;
+    p.layout = s.layout;
+    p.shape = core::make_shape(s.op == "bmm" ? 2 : 1, M, N, K, s.dtype);
+    return p;
+}
+
+std::string describe(const Problem& p) {
+    std::ostringstream o;
+    o << p.op_key() << ' ' << p.shape.B << 'x' << p.shape.M << 'x' << p.shape.N << 'x' << p.shape.K << ' '
+      << p.dtype();
+    return o.str();
+}
+
+// Elementwise tolerance |out - ref| <= atol + rtol·|ref|, atol relative to the output's
+// RMS: rtol covers the output's rounding (2 ulps of its dtype), atol differences in
+// float32 accumulation order (and TF32 input rounding, against a strict FP32 reference).
+void tolerance(const KernelSpec& s, double& rtol, double& atol_scale) {
+    switch (s.math) {
+        case MathPath::mma16:
+            rtol = s.dtype == "bfloat16" ? 1.6e-2 : 2e-3;
+            atol_scale = s.dtype == "bfloat16" ? 8e-3 : 1e-3;
+            break;
+        case MathPath::tf32:
+            rtol = 5e-3;
+            atol_scale = 5e-3;
+            break;
+        case MathPath::fma:
+            rtol = 1e-4;
+            atol_scale = 1e-4;
+            break;
+    }
+}
+
+std::size_t element_count(const Problem& p, char which) {
+    const auto& s = p.shape;
+    switch (which) {
+        case 'a': return static_cast<std::size_t>(s.B * s.M * s.K);
+        case 'b': return static_cast<std::size_t>(s.B * s.K * s.N);
+        case 'c': return static_cast<std::size_t>((s.B - 1) * s.out_stride[0] + (s.M - 1) * s.out_stride[1] + s.N);
+        default: return static_cast<std::size_t>(s.N);
+    }
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const CudaBackendOptions& options) : m_context(options.device_index) {
+    const DriverApi& api = driver();
+    const DeviceInfo& info = m_context.info();
+    if (info.cc_major < 8)
+        throw core::Error("CUDA", info.name + " has compute capability " + std::to_string(info.cc_major) + "." +
+                                      std::to_string(info.cc_minor) + "; the kernels need 8.0 or newer");
+    CUDA_CHECK(api.cuStreamCreate(&m_stream, CU_STREAM_NON_BLOCKING));
+    std::filesystem::path dir;
+    if (options.disk_cache) dir = options.cache_dir.empty() ? KernelCache::default_disk_dir() : options.cache_dir;
+    m_cache = std::make_unique<KernelCache>(gemm_kernel_source(), info.arch(), dir, options.compile_threads);
+    m_timer = std::make_unique<EventTimer>(m_stream, info.l2_bytes);
+    m_cublas = std::make_unique<CublasReference>(m_stream);
+    spdlog::info("cuda: {} (sm_{}{}, {} SMs, L2 {} MiB, {} KiB shared/block), NVRTC {}, kernel cache {}", info.name,
+                 info.cc_major, info.cc_minor, info.multiprocessors, info.l2_bytes >> 20, info.max_shared_optin >> 10,
+                 nvrtc_version(), dir.empty() ? std::string("in memory") : dir.string());
+}
+
+CudaBackend::~CudaBackend() {
+    try {
+        m_context.make_current();
+        const DriverApi& api = driver();
+        api.cuStreamSynchronize(m_stream);
+        m_cublas.reset();
+        m_timer.reset();
+        for (auto& [key, kernel] : m_kernels)
+            if (kernel.module) api.cuModuleUnload(kernel.module);
+        if (m_utility) api.cuModuleUnload(m_utility);
+        api.cuStreamDestroy(m_stream);
+    } catch (...) {
+        // Destructors never throw; the process is ending or the context is already gone.
+    }
+}
+
+std::vector<std::string> CudaBackend::supported_dtypes() const { return {"float16", "bfloat16", "float32"}; }
+
+std::vector<std::string> CudaBackend::supported_ops() const { return {"mm", "addmm", "bmm"}; }
+
+CollectionDefaults CudaBackend::collection_defaults() const {
+    CollectionDefaults d;
+    // Every timed run starts from a flushed L2, so runs are independent and a short warmup
+    // (module load, clocks up) suffices; NOTES_cuda.md has the repeatability measurements.
+    d.timing.warmup = kDefaultWarmup;
+    d.timing.repeat = kDefaultRepeat;
+    d.max_size = 4096;
+    d.dtypes = {"float16", "bfloat16"};
+    return d;
+}
+
+DeviceLimits CudaBackend::limits() const {
+    DeviceLimits l;
+    l.max_shared_bytes = m_context.info().max_shared_optin;
+    return l;
+}
+
+PruneResult CudaBackend::prune(const std::vector<core::GemmConfig>& configs, const Problem& problem) const {
+    PruneResult result;
+    const DeviceLimits device_limits = limits();
+    bool tf32 = false;
+    for (const auto& config : configs) {
+        const KernelSpec spec = make_spec(config, problem);
+        if (auto reason = unsupported_reason(spec, device_limits)) {
+            result.pruned.push_back({config, *reason});
+            continue;
+        }
+        tf32 = tf32 || spec.allow_tf32;
+        result.kept.push_back(config);
+        // Compile ahead, in the order the engine will time them.
+        m_cache->prefetch(kernel_prelude(spec));
+    }
+    if (tf32) m_tf32_problems.insert(describe(problem));
+    return result;
+}
+
+bool CudaBackend::reference_tf32(const Problem& problem) const {
+    return problem.dtype() == "float32" && m_tf32_problems.count(describe(problem)) != 0;
+}
+
+CUfunction CudaBackend::utility_function(const char* name) {
+    if (m_utility == nullptr) {
+        auto compiled = m_cache->get(kUtilityPrelude);
+        if (!compiled->ok) throw core::Error("NVRTC", "utility kernels failed to compile:\n" + compiled->log);
+        CUDA_CHECK(driver().cuModuleLoadData(&m_utility, compiled->image.data()));
+    }
+    CUfunction f = nullptr;
+    CUDA_CHECK(driver().cuModuleGetFunction(&f, m_utility, name));
+    return f;
+}
+
+void CudaBackend::fill(CUdeviceptr ptr, const std::string& dtype, std::size_t count, std::uint64_t seed, float lo,
+                       float hi) {
+    if (count == 0) return;
+    const char* name = dtype == "float16" ? "mmt_fill_f16" : dtype == "bfloat16" ? "mmt_fill_bf16" : "mmt_fill_f32";
+    CUfunction f = utility_function(name);
+    unsigned long long n = count;
+    unsigned long long s = seed;
+    void* args[] = {&ptr, &n, &s, &lo, &hi};
+    const std::size_t blocks = std::min<std::size_t>((count + 255) / 256, 65535);
+    CUDA_CHECK(driver().cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, m_stream, args, nullptr));
+}
+
+std::vector<float> CudaBackend::download(CUdeviceptr ptr, const std::string& dtype, std::size_t count) {
+    const DriverApi& api = driver();
+    CUDA_CHECK(api.cuStreamSynchronize(m_stream));
+    std::vector<float> out(count);
+    if (dtype == "float32") {
+        CUDA_CHECK(api.cuMemcpyDtoH(out.data(), ptr, count * 4));
+        return out;
+    }
+    std::vector<std::uint16_t> raw(count);
+    CUDA_CHECK(api.cuMemcpyDtoH(raw.data(), ptr, count * 2));
+    const bool bf16 = dtype == "bfloat16";
+    for (std::size_t i = 0; i < count; ++i) out[i] = bf16 ? bf16_to_float(raw[i]) : half_to_float(raw[i]);
+    return out;
+}
+
+void CudaBackend::prepare(const Problem& problem, std::uint64_t seed) {
+    m_context.make_current();
+    const int es = core::dtype_size(problem.dtype());
+    m_a.reserve(element_count(problem, 'a') * es);
+    m_b.reserve(element_count(problem, 'b') * es);
+    m_c.reserve(element_count(problem, 'c') * es);
+    // Seeded, uniform in [0.1, 1.1]: no zeros or sparsity for the hardware to exploit.
+    fill(m_a.get(), problem.dtype(), element_count(problem, 'a'), seed * 4 + 1, 0.1f, 1.1f);
+    fill(m_b.get(), problem.dtype(), element_count(problem, 'b'), seed * 4 + 2, 0.1f, 1.1f);
+    if (problem.op == "addmm") {
+        m_bias.reserve(element_count(problem, 'z') * es);
+        fill(m_bias.get(), problem.dtype(), element_count(problem, 'z'), seed * 4 + 3, 0.1f, 1.1f);
+    }
+    CUDA_CHECK(driver().cuStreamSynchronize(m_stream));
+    m_problem = problem;
+}
+
+CudaBackend::LoadedKernel& CudaBackend::load(const KernelSpec& spec) {
+    const std::string key = spec_key(spec);
+    auto it = m_kernels.find(key);
+    if (it != m_kernels.end()) return it->second;
+    auto compiled = m_cache->get(kernel_prelude(spec));
+    if (!compiled->ok)
+        throw core::Error("kernel " + spec_name(spec), "NVRTC compilation failed:\n" + compiled->log.substr(0, 4000));
+    const DriverApi& api = driver();
+    LoadedKernel k;
+    CUDA_CHECK(api.cuModuleLoadData(&k.module, compiled->image.data()));
+    try {
+        CUDA_CHECK(api.cuModuleGetFunction(&k.function, k.module, "mmt_gemm"));
+        k.shared_bytes = static_cast<unsigned>(shared_bytes(spec));
+        CUDA_CHECK(api.cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          static_cast<int>(k.shared_bytes)));
+    } catch (...) {
+        api.cuModuleUnload(k.module);
+        throw;
+    }
+    ++m_stats.modules_loaded;
+    return m_kernels.emplace(key, k).first->second;
+}
+
+void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem& problem, const GemmOperands& ops) {
+    const auto& s = problem.shape;
+    const ProblemStrides st = problem_strides(problem);
+    const std::int64_t grid_m = (s.M + spec.block_m - 1) / spec.block_m;
+    const std::int64_t grid_n = (s.N + spec.block_n - 1) / spec.block_n;
+    if (grid_m * grid_n == 0 || s.B == 0) return;
+    int M = static_cast<int>(s.M), N = static_cast<int>(s.N), K = static_cast<int>(s.K);
+    long long lda = st.lda, ldb = st.ldb, ldc = st.ldc;
+    long long sa = st.batch_a, sb = st.batch_b, sc = st.batch_c;
+    float alpha = problem.alpha, beta = problem.beta;
+    CUdeviceptr a = ops.a, b = ops.b, c = ops.c, bias = ops.bias;
+    void* args[] = {&a, &b, &c, &bias, &M, &N, &K, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta};
+    CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_m * grid_n), 1,
+                                       static_cast<unsigned>(s.B), 32 * spec.num_warps, 1, 1, k.shared_bytes, m_stream,
+                                       args, nullptr));
+}
+
+Verification CudaBackend::verify(const KernelSpec& spec) {
+    m_context.make_current();
+    const auto start = std::chrono::steady_clock::now();
+    LoadedKernel& k = load(spec);
+    const Problem p = verification_problem(spec);
+    const std::string& dtype = spec.dtype;
+    const int es = core::dtype_size(dtype);
+    const std::size_t na = element_count(p, 'a'), nb = element_count(p, 'b'), nc = element_count(p, 'c');
+    const std::size_t nbias = element_count(p, 'z');
+    m_va.reserve(na * es);
+    m_vb.reserve(nb * es);
+    m_vc.reserve(nc * es);
+    m_vref.reserve(nc * es);
+    m_vbias.reserve(nbias * es);
+    // Signed inputs, fresh per kernel: a wrong index shows as an error of the output's size.
+    const std::uint64_t seed = kVerifySeed + m_stats.kernels_verified * 7919;
+    fill(m_va.get(), dtype, na, seed + 1, -1.f, 1.f);
+    fill(m_vb.get(), dtype, nb, seed + 2, -1.f, 1.f);
+    fill(m_vbias.get(), dtype, nbias, seed + 3, -1.f, 1.f);
+    const DriverApi& api = driver();
+    // All-ones bytes are NaN in every float dtype: an element the kernel never writes fails.
+    CUDA_CHECK(api.cuMemsetD8Async(m_vc.get(), 0xff, nc * es, m_stream));
+    CUDA_CHECK(api.cuMemsetD8Async(m_vref.get(), 0xff, nc * es, m_stream));
+    launch(spec, k, p, {m_va.get(), m_vb.get(), m_vc.get(), m_vbias.get()});
+    m_cublas->run(p, {m_va.get(), m_vb.get(), m_vref.get(), m_vbias.get()}, false);
+    const std::vector<float> out = download(m_vc.get(), dtype, nc);
+    const std::vector<float> ref = download(m_vref.get(), dtype, nc);
+
+    Verification v;
+    v.problem = describe(p);
+    double rtol = 0, atol_scale = 0;
+    tolerance(spec, rtol, atol_scale);
+    double sum_sq = 0;
+    std::size_t count = 0;
+    const auto& s = p.shape;
+    const auto for_each_element = [&](auto&& fn) {
+        for (std::int64_t b = 0; b < s.B; ++b)
+            for (std::int64_t m = 0; m < s.M; ++m)
+                for (std::int64_t n = 0; n < s.N; ++n)
+                    fn(static_cast<std::size_t>(b * s.out_stride[0] + m * s.out_stride[1] + n));
+    };
+    for_each_element([&](std::size_t i) {
+        sum_sq += static_cast<double>(ref[i]) * ref[i];
+        ++count;
+    });
+    const double atol = atol_scale * std::sqrt(sum_sq / std::max<std::size_t>(count, 1));
+    std::size_t bad = 0, first_bad = 0;
+    for_each_element([&](std::size_t i) {
+        const double d = std::fabs(static_cast<double>(out[i]) - ref[i]);
+        const double scaled = d / (atol + rtol * std::fabs(ref[i]));
+        if (!std::isfinite(out[i]) || !(scaled <= 1.0)) {
+            if (bad++ == 0) first_bad = i;
+        }
+        if (std::isfinite(d)) {
+            v.max_abs_error = std::max(v.max_abs_error, d);
+            v.max_scaled_error = std::max(v.max_scaled_error, scaled);
+        }
+    });
+    v.passed = bad == 0 && std::isfinite(sum_sq) && sum_sq > 0;
+    if (!v.passed) {
+        std::ostringstream o;
+        o << bad << " of " << count << " elements wrong on " << v.problem;
+        if (bad > 0) {
+            const std::int64_t b = first_bad / s.out_stride[0];
+            const std::int64_t m = (first_bad % s.out_stride[0]) / s.out_stride[1];
+            const std::int64_t n = first_bad % s.out_stride[1];
+            o << "; first at [" << b << "," << m << "," << n << "]: " << out[first_bad] << " vs cuBLAS "
+              << ref[first_bad];
+        }
+        v.message = o.str();
+    }
+    ++m_stats.kernels_verified;
+    if (!v.passed) ++m_stats.verification_failures;
+    m_stats.verify_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    k.verification = v;
+    return v;
+}
+
+CudaBackend::LoadedKernel& CudaBackend::load_verified(const KernelSpec& spec) {
+    LoadedKernel& k = load(spec);
+    if (!k.verification) verify(spec);
+    if (!k.verification->passed) {
+        throw core::Error("kernel " + spec_name(spec), "wrong result against cuBLAS: " + k.verification->message);
+    }
+    return k;
+}
+
+Timing CudaBackend::time(const Problem& problem, const core::GemmConfig& config, const TimingOptions& options) {
+    m_context.make_current();
+    if (!m_problem || !(m_problem->shape == problem.shape) || m_problem->op != problem.op ||
+        m_problem->layout != problem.layout)
+        throw core::Error("cuda backend", "time() called for a problem that was not prepared");
+    const KernelSpec spec = make_spec(config, problem);
+    if (auto reason = unsupported_reason(spec, limits())) throw core::Error("kernel " + spec_name(spec), *reason);
+    LoadedKernel& k = load_verified(spec);
+    const GemmOperands ops{m_a.get(), m_b.get(), m_c.get(), m_bias.get()};
+    Timing t = m_timer->time([&] { launch(spec, k, problem, ops); }, options);
+    spdlog::debug("cuda: {} {:.4f} ms (min {:.4f}, max {:.4f}, spread {:.1f}%)", spec_name(spec), t.median_ms,
+                  t.min_ms, t.max_ms, t.median_ms > 0 ? 100.0 * (t.max_ms - t.min_ms) / t.median_ms : 0.0);
+    return t;
+}
+
+Timing CudaBackend::time_reference(const Problem& problem, const TimingOptions& options) {
+    m_context.make_current();
+    if (!m_problem || !(m_problem->shape == problem.shape))
+        throw core::Error("cuda backend", "time_reference() called for a problem that was not prepared");
+    const bool tf32 = reference_tf32(problem);
+    const GemmOperands ops{m_a.get(), m_b.get(), m_c.get(), m_bias.get()};
+    Timing t = m_timer->time([&] { m_cublas->run(problem, ops, tf32); }, options);
+    spdlog::debug("cuda: {} on {}: {:.4f} ms (min {:.4f}, max {:.4f})", m_cublas->algorithm_text(problem, tf32),
+                  describe(problem), t.median_ms, t.min_ms, t.max_ms);
+    return t;
+}
+
+std::vector<float> CudaBackend::read_output(const Problem& problem) {
+    m_context.make_current();
+    return download(m_c.get(), problem.dtype(), element_count(problem, 'c'));
+}
+
+void CudaBackend::run_once(const Problem& problem, const core::GemmConfig& config) {
+    m_context.make_current();
+    const KernelSpec spec = make_spec(config, problem);
+    LoadedKernel& k = load(spec);
+    launch(spec, k, problem, {m_a.get(), m_b.get(), m_c.get(), m_bias.get()});
+    CUDA_CHECK(driver().cuStreamSynchronize(m_stream));
+}
+
+void CudaBackend::run_reference_once(const Problem& problem) {
+    m_context.make_current();
+    m_cublas->run(problem, {m_a.get(), m_b.get(), m_c.get(), m_bias.get()}, reference_tf32(problem));
+    CUDA_CHECK(driver().cuStreamSynchronize(m_stream));
+}
+
+CudaBackendStats CudaBackend::stats() const {
+    CudaBackendStats s = m_stats;
+    s.cache = m_cache->stats();
+    s.timed_seconds = m_timer->timed_seconds();
+    return s;
+}
+
+}  // namespace cuda
+}  // namespace mmt::collect

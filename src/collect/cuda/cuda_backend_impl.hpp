@@ -1,0 +1,119 @@
+#pragma once
+/// The CUDA backend: NVRTC-compiled GEMM kernels timed with CUDA events against a cuBLAS
+/// reference. make_cuda_backend() (matmul_toolkit/collect/cuda_backend.hpp) builds one;
+/// tests and benchmarks use this class for its counters.
+
+#include <cuda.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "cublas_reference.hpp"
+#include "device_runtime.hpp"
+#include "kernel_cache.hpp"
+#include "kernel_spec.hpp"
+#include "matmul_toolkit/collect/backend.hpp"
+
+namespace mmt::collect::cuda {
+
+struct CudaBackendOptions {
+    int device_index = 0;
+    /// Kernel disk cache; empty means KernelCache::default_disk_dir().
+    std::filesystem::path cache_dir;
+    bool disk_cache = true;
+    /// NVRTC worker threads (0: hardware threads - 1).
+    int compile_threads = 0;
+};
+
+/// Counters over the backend's life.
+struct CudaBackendStats {
+    KernelCacheStats cache;
+    std::size_t modules_loaded = 0;
+    std::size_t kernels_verified = 0;
+    std::size_t verification_failures = 0;
+    double verify_seconds = 0.0;
+    double timed_seconds = 0.0;
+};
+
+/// Result of checking one kernel against cuBLAS.
+struct Verification {
+    bool passed = false;
+    double max_abs_error = 0.0;   ///< largest |out - ref|
+    double max_scaled_error = 0.0;  ///< largest |out - ref| / (atol + rtol·|ref|); <= 1 passes
+    std::string problem;          ///< the problem it ran on, e.g. "bmm_nt 2x145x33x64 bfloat16"
+    std::string message;          ///< why it failed
+};
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(const CudaBackendOptions& options = {});
+    ~CudaBackend() override;
+
+    std::string name() const override { return "cuda"; }
+    std::string hardware_name() const override { return m_context.info().name; }
+    std::vector<std::string> supported_dtypes() const override;
+    std::vector<std::string> supported_ops() const override;
+    CollectionDefaults collection_defaults() const override;
+    PruneResult prune(const std::vector<core::GemmConfig>& configs, const Problem& problem) const override;
+    void prepare(const Problem& problem, std::uint64_t seed) override;
+    Timing time(const Problem& problem, const core::GemmConfig& config, const TimingOptions& options) override;
+    Timing time_reference(const Problem& problem, const TimingOptions& options) override;
+    double timed_kernel_seconds() const override { return m_timer->timed_seconds(); }
+
+    const DeviceInfo& device() const { return m_context.info(); }
+    DeviceLimits limits() const;
+    CudaBackendStats stats() const;
+
+    /// Runs the spec's kernel and cuBLAS on a small odd-sized problem of the spec's
+    /// dtype / op / layout / alignment and compares them (fresh inputs in [-1, 1]).
+    Verification verify(const KernelSpec& spec);
+
+    /// Copies the prepared problem's output C to the host as float (tests).
+    std::vector<float> read_output(const Problem& problem);
+    /// Runs `config` once on the prepared problem (no timing).
+    void run_once(const Problem& problem, const core::GemmConfig& config);
+    /// Runs cuBLAS once on the prepared problem.
+    void run_reference_once(const Problem& problem);
+
+private:
+    struct LoadedKernel {
+        CUmodule module = nullptr;
+        CUfunction function = nullptr;
+        unsigned shared_bytes = 0;
+        std::optional<Verification> verification;
+    };
+
+    LoadedKernel& load(const KernelSpec& spec);
+    LoadedKernel& load_verified(const KernelSpec& spec);
+    CUfunction utility_function(const char* name);
+    void launch(const KernelSpec& spec, LoadedKernel& kernel, const Problem& problem, const GemmOperands& ops);
+    void fill(CUdeviceptr ptr, const std::string& dtype, std::size_t count, std::uint64_t seed, float lo, float hi);
+    std::vector<float> download(CUdeviceptr ptr, const std::string& dtype, std::size_t count);
+    bool reference_tf32(const Problem& problem) const;
+
+    PrimaryContext m_context;
+    CUstream m_stream = nullptr;
+    std::unique_ptr<KernelCache> m_cache;
+    std::unique_ptr<EventTimer> m_timer;
+    std::unique_ptr<CublasReference> m_cublas;
+    std::unordered_map<std::string, LoadedKernel> m_kernels;  // by spec key
+    CUmodule m_utility = nullptr;
+
+    // The prepared problem and its operands.
+    std::optional<Problem> m_problem;
+    DeviceBuffer m_a, m_b, m_c, m_bias;
+    // Verification operands (kept apart so the prepared problem stays intact).
+    DeviceBuffer m_va, m_vb, m_vc, m_vref, m_vbias;
+
+    // Problems whose pruned configs asked for TF32 (float32 only): their cuBLAS reference
+    // runs with TF32 too, as torch does under allow_tf32.
+    mutable std::unordered_set<std::string> m_tf32_problems;
+
+    CudaBackendStats m_stats;
+};
+
+}  // namespace mmt::collect::cuda

@@ -1,0 +1,118 @@
+#include "device_runtime.hpp"
+
+#include <algorithm>
+
+#include "cuda_check.hpp"
+#include "driver_api.hpp"
+#include "matmul_toolkit/collect/timing_stats.hpp"
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::collect::cuda {
+
+DeviceInfo read_device_info(int device_index) {
+    const DriverApi& api = driver();
+    int count = 0;
+    CUDA_CHECK(api.cuDeviceGetCount(&count));
+    if (device_index < 0 || device_index >= count)
+        throw core::Error("CUDA", "device " + std::to_string(device_index) + " does not exist (" +
+                                      std::to_string(count) + " devices)");
+    CUdevice device = 0;
+    CUDA_CHECK(api.cuDeviceGet(&device, device_index));
+    DeviceInfo info;
+    info.index = device_index;
+    char name[256] = {};
+    CUDA_CHECK(api.cuDeviceGetName(name, sizeof(name), device));
+    info.name = name;
+    const auto attribute = [&](CUdevice_attribute a) {
+        int v = 0;
+        CUDA_CHECK(api.cuDeviceGetAttribute(&v, a, device));
+        return v;
+    };
+    info.cc_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    info.cc_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    info.multiprocessors = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    info.l2_bytes = static_cast<std::size_t>(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+    info.max_shared_optin = static_cast<std::size_t>(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+    std::size_t total = 0;
+    CUDA_CHECK(api.cuDeviceTotalMem(&total, device));
+    info.total_memory = total;
+    return info;
+}
+
+PrimaryContext::PrimaryContext(int device_index) {
+    const DriverApi& api = driver();
+    m_info = read_device_info(device_index);
+    CUDA_CHECK(api.cuDeviceGet(&m_device, device_index));
+    CUDA_CHECK(api.cuDevicePrimaryCtxRetain(&m_context, m_device));
+    make_current();
+}
+
+PrimaryContext::~PrimaryContext() {
+    if (m_context) driver().cuDevicePrimaryCtxRelease(m_device);
+}
+
+void PrimaryContext::make_current() const { CUDA_CHECK(driver().cuCtxSetCurrent(m_context)); }
+
+DeviceBuffer::~DeviceBuffer() {
+    if (m_ptr) driver().cuMemFree(m_ptr);
+}
+
+void DeviceBuffer::reserve(std::size_t bytes) {
+    if (bytes <= m_bytes) return;
+    const DriverApi& api = driver();
+    if (m_ptr) {
+        CUDA_CHECK(api.cuMemFree(m_ptr));
+        m_ptr = 0;
+        m_bytes = 0;
+    }
+    // Round up so that a sequence of slightly growing problems does not reallocate often.
+    const std::size_t rounded = std::max<std::size_t>(bytes + bytes / 8, 1 << 20);
+    CUDA_CHECK(api.cuMemAlloc(&m_ptr, rounded));
+    m_bytes = rounded;
+}
+
+EventTimer::EventTimer(CUstream stream, std::size_t l2_bytes) : m_stream(stream) {
+    const std::size_t flush_bytes = std::max<std::size_t>(2 * l2_bytes, 64u << 20);
+    m_flush.reserve(flush_bytes);
+    m_flush_words = flush_bytes / 4;
+}
+
+EventTimer::~EventTimer() {
+    for (CUevent e : m_events) driver().cuEventDestroy(e);
+}
+
+void EventTimer::ensure_events(std::size_t count) {
+    const DriverApi& api = driver();
+    while (m_events.size() < count) {
+        CUevent e = nullptr;
+        CUDA_CHECK(api.cuEventCreate(&e, CU_EVENT_DEFAULT));
+        m_events.push_back(e);
+    }
+}
+
+Timing EventTimer::time(const std::function<void()>& launch, const TimingOptions& options) {
+    const DriverApi& api = driver();
+    const int repeat = std::max(1, options.repeat);
+    for (int i = 0; i < options.warmup; ++i) launch();
+    ensure_events(2 * static_cast<std::size_t>(repeat));
+    for (int r = 0; r < repeat; ++r) {
+        // A different value each time, so no layer can skip the write as redundant.
+        CUDA_CHECK(api.cuMemsetD32Async(m_flush.get(), ++m_flush_value, m_flush_words, m_stream));
+        CUDA_CHECK(api.cuEventRecord(m_events[2 * r], m_stream));
+        launch();
+        CUDA_CHECK(api.cuEventRecord(m_events[2 * r + 1], m_stream));
+    }
+    CUDA_CHECK(api.cuEventSynchronize(m_events[2 * repeat - 1]));
+    Timing t;
+    t.samples_ms.reserve(repeat);
+    for (int r = 0; r < repeat; ++r) {
+        float ms = 0.f;
+        CUDA_CHECK(api.cuEventElapsedTime(&ms, m_events[2 * r], m_events[2 * r + 1]));
+        t.samples_ms.push_back(ms);
+        m_timed_seconds += ms * 1e-3;
+    }
+    summarize_samples(t);
+    return t;
+}
+
+}  // namespace mmt::collect::cuda

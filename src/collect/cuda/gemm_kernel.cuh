@@ -1,0 +1,569 @@
+// The GEMM kernel template of the CUDA backend. It is embedded into the binary at build
+// time and compiled at run time by NVRTC, once per kernel variant; the host prepends a
+// prelude of MMT_* macros (kernel_spec.cpp, kernel_prelude()) that fixes every parameter.
+//
+// Semantics follow Triton's matmul template (the one PyTorch Inductor's mm/addmm/bmm use):
+// one CTA computes a BLOCK_M x BLOCK_N tile of C; tiles are visited in GROUP_M-swizzled
+// order; K is walked BLOCK_K at a time through a NUM_STAGES-deep shared-memory ring filled
+// by cp.async; NUM_WARPS warps share the tile. Math paths:
+//   MMT_MATH 0: mma.sync m16n8k16 (float16 / bfloat16 operands, float32 accumulators), with
+//               ldmatrix fragment loads;
+//   MMT_MATH 1: mma.sync m16n8k8 tf32 (float32 operands, ALLOW_TF32);
+//   MMT_MATH 2: FMA on CUDA cores (float32 without TF32).
+// Rows and columns outside M / N are clamped on load (as Triton's `rm % M`: the values
+// land in rows that are never stored); K beyond the end is zero-filled unless EVEN_K.
+//
+// The source uses no header: NVRTC builds it with its builtins only, so neither the
+// toolkit's include directory nor cuda_fp16.h is needed at run time.
+
+#ifndef MMT_UTILITY
+
+#define MMT_CAT2(a, b) a##b
+#define MMT_CAT(a, b) MMT_CAT2(a, b)
+
+namespace {
+
+constexpr int BM = MMT_BLOCK_M;
+constexpr int BN = MMT_BLOCK_N;
+constexpr int BK = MMT_BLOCK_K;
+constexpr int GROUP_M = MMT_GROUP_M;
+constexpr int STAGES = MMT_NUM_STAGES;
+constexpr int WARPS = MMT_NUM_WARPS;
+constexpr int THREADS = WARPS * 32;
+constexpr bool EVEN_K = MMT_EVEN_K != 0;
+constexpr int MATH = MMT_MATH;
+constexpr bool A_KMAJOR = MMT_A_KMAJOR != 0;  // A is row-major: its K index is contiguous
+constexpr bool B_KMAJOR = MMT_B_KMAJOR != 0;  // B is column-major: its K index is contiguous
+constexpr int VEC_A = MMT_VEC_A;               // elements per global load of A
+constexpr int VEC_B = MMT_VEC_B;
+constexpr int VEC_C = MMT_VEC_C;               // 2 when pairs of C elements may be stored together
+constexpr bool ADDMM = MMT_ADDMM != 0;
+
+#if MMT_DTYPE == 2
+typedef float elem_t;
+constexpr int ELT = 4;
+#else
+typedef unsigned short elem_t;
+constexpr int ELT = 2;
+#endif
+
+// Shared-memory tiles as stored: [rows][cols], cols contiguous, each operand in its
+// global orientation (so cp.async copies straight through and ldmatrix(.trans) fixes
+// the orientation).
+constexpr int A_ROWS = A_KMAJOR ? BM : BK;
+constexpr int A_COLS = A_KMAJOR ? BK : BM;
+constexpr int B_ROWS = B_KMAJOR ? BN : BK;
+constexpr int B_COLS = B_KMAJOR ? BK : BN;
+constexpr int A_TILE = BM * BK;
+constexpr int B_TILE = BN * BK;
+constexpr int STAGE_ELEMS = A_TILE + B_TILE;
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    unsigned long long a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+    return (unsigned)a;
+}
+
+// Bank-conflict-free placement of element (row, col) of a [rows][COLS] tile. Storage is
+// cut into 16-byte chunks; the chunk index inside each 128-byte line is XORed with the
+// line's (or row's) index modulo 8, so the 8 row addresses of one ldmatrix phase, and the
+// 16-byte cp.async stores of 8 consecutive threads, hit 8 distinct groups of 4 banks.
+template <int COLS>
+__device__ __forceinline__ int swizzle(int row, int col) {
+    constexpr int CE = 16 / ELT;       // elements per chunk
+    constexpr int CPR = COLS / CE;     // chunks per row
+    const int chunk = col / CE;
+    const int within = col % CE;
+    if constexpr (CPR >= 8) {
+        return row * COLS + ((chunk ^ (row & 7)) * CE) + within;
+    } else {
+        const int idx = row * CPR + chunk;
+        const int line = idx >> 3;
+        return ((line << 3) | ((idx ^ line) & 7)) * CE + within;
+    }
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// Copies VEC elements global -> shared, or zero-fills them when !valid.
+template <int VEC>
+__device__ __forceinline__ void copy_vec(elem_t* dst, const elem_t* src, bool valid) {
+    constexpr int BYTES = VEC * ELT;
+    if constexpr (BYTES == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                     "r"(valid ? 16 : 0)
+                     : "memory");
+    } else if constexpr (BYTES >= 4) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src),
+                     "n"(BYTES), "r"(valid ? BYTES : 0)
+                     : "memory");
+    } else {
+        // A 2-byte element has no cp.async form: plain load, plain store.
+        *dst = valid ? *src : elem_t(0);
+    }
+}
+
+// Loads one operand tile ([ROWS][COLS] as stored) of k-tile `k0` into shared memory.
+// `g` points at the tile's origin (row r0, col c0 of the operand as stored); `row_end` and
+// `col_end` are the operand's extents minus r0 / c0. K_IS_ROW says which index is K.
+template <int ROWS, int COLS, int VEC, bool K_IS_ROW>
+__device__ __forceinline__ void load_tile(elem_t* s, const elem_t* g, long long ld, int row_end, int col_end,
+                                          int tid) {
+    constexpr int UPR = COLS / VEC;
+    constexpr int UNITS = ROWS * UPR;
+    constexpr int ITERS = (UNITS + THREADS - 1) / THREADS;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        const int u = tid + it * THREADS;
+        if (UNITS % THREADS != 0 && u >= UNITS) break;
+        const int r = u / UPR;
+        const int c = (u % UPR) * VEC;
+        bool valid = true;
+        int gr = r, gc = c;
+        if constexpr (K_IS_ROW) {
+            if constexpr (!EVEN_K) valid = r < row_end;
+            gc = min(c, col_end - VEC);  // M / N edge: clamp (never stored)
+        } else {
+            if constexpr (!EVEN_K) valid = c < col_end;
+            gr = min(r, row_end - 1);
+        }
+        const elem_t* src = valid ? g + gr * ld + gc : g;
+        copy_vec<VEC>(s + swizzle<COLS>(r, c), src, valid);
+    }
+}
+
+__device__ __forceinline__ float to_float(elem_t v) {
+#if MMT_DTYPE == 0
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    return f;
+#elif MMT_DTYPE == 1
+    return __int_as_float(((unsigned)v) << 16);
+#else
+    return v;
+#endif
+}
+
+__device__ __forceinline__ elem_t from_float(float f) {
+#if MMT_DTYPE == 0
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#elif MMT_DTYPE == 1
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    return f;
+#endif
+}
+
+// Writes a pair of C elements (columns n, n+1 of row m), masked to the matrix.
+__device__ __forceinline__ void store_pair(elem_t* c_row, const elem_t* bias, int n, int N, float v0, float v1,
+                                           float alpha, float beta) {
+    if constexpr (ADDMM) {
+        v0 = alpha * v0 + (n < N ? beta * to_float(bias[n]) : 0.f);
+        v1 = alpha * v1 + (n + 1 < N ? beta * to_float(bias[n + 1]) : 0.f);
+    }
+    if (VEC_C == 2 && n + 1 < N) {
+#if MMT_DTYPE == 2
+        float2 p;
+        p.x = v0;
+        p.y = v1;
+        *reinterpret_cast<float2*>(c_row + n) = p;
+#else
+        const unsigned p = (unsigned)from_float(v0) | ((unsigned)from_float(v1) << 16);
+        *reinterpret_cast<unsigned*>(c_row + n) = p;
+#endif
+    } else {
+        if (n < N) c_row[n] = from_float(v0);
+        if (n + 1 < N) c_row[n + 1] = from_float(v1);
+    }
+}
+
+#if MMT_MATH != 2
+// ---------------------------------------------------------------- tensor-core paths
+constexpr int WARPS_M = MMT_WARPS_M;
+constexpr int WARPS_N = MMT_WARPS_N;
+constexpr int WTM = BM / WARPS_M;  // warp tile
+constexpr int WTN = BN / WARPS_N;
+constexpr int MT = WTM / 16;       // m16 tiles per warp
+constexpr int NT = WTN / 8;        // n8 tiles per warp
+constexpr int KSTEP = MATH == 0 ? 16 : 8;
+constexpr int KSTEPS = BK / KSTEP;
+static_assert(WARPS_M * WARPS_N == WARPS, "warp layout");
+static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile");
+
+struct Frags {
+    unsigned a[MT][4];
+    unsigned b[NT][2];
+};
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned (&r)[2], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+// Fragments of k-step `ks` of the stage at `sa` / `sb` (shared addresses), for the warp
+// tile at (wm0, wn0).
+__device__ __forceinline__ void load_frags(Frags& f, unsigned sa, unsigned sb, const float* sf, int wm0, int wn0,
+                                           int ks, int lane) {
+    const int k0 = ks * KSTEP;
+#if MMT_MATH == 0
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        const int m0 = wm0 + i * 16;
+        int off;
+        if constexpr (A_KMAJOR) {
+            off = swizzle<A_COLS>(m0 + (lane & 7) + ((lane >> 3) & 1) * 8, k0 + (lane >> 4) * 8);
+            ldmatrix_x4(f.a[i], sa + off * ELT);
+        } else {
+            off = swizzle<A_COLS>(k0 + (lane & 7) + (lane >> 4) * 8, m0 + ((lane >> 3) & 1) * 8);
+            ldmatrix_x4_trans(f.a[i], sa + off * ELT);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NT; j += 2) {
+        const int n0 = wn0 + j * 8;
+        if (j + 1 < NT) {
+            unsigned r[4];
+            if constexpr (B_KMAJOR) {
+                const int off = swizzle<B_COLS>(n0 + (lane & 7) + (lane >> 4) * 8, k0 + ((lane >> 3) & 1) * 8);
+                ldmatrix_x4(r, sb + off * ELT);
+            } else {
+                const int off = swizzle<B_COLS>(k0 + (lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8);
+                ldmatrix_x4_trans(r, sb + off * ELT);
+            }
+            f.b[j][0] = r[0];
+            f.b[j][1] = r[1];
+            f.b[(j + 1) % NT][0] = r[2];
+            f.b[(j + 1) % NT][1] = r[3];
+        } else {
+            unsigned r[2];
+            const int l = lane & 15;
+            if constexpr (B_KMAJOR) {
+                const int off = swizzle<B_COLS>(n0 + (l & 7), k0 + ((l >> 3) & 1) * 8);
+                ldmatrix_x2(r, sb + off * ELT);
+            } else {
+                const int off = swizzle<B_COLS>(k0 + (l & 7) + ((l >> 3) & 1) * 8, n0);
+                ldmatrix_x2_trans(r, sb + off * ELT);
+            }
+            f.b[j][0] = r[0];
+            f.b[j][1] = r[1];
+        }
+    }
+#else
+    // tf32: 32-bit elements; ldmatrix cannot transpose them, so fragments come from
+    // single-word shared loads (the swizzle keeps the 8 rows of a phase on distinct banks).
+    const float* as = sf;
+    const float* bs = sf + A_TILE;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        const int m0 = wm0 + i * 16;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int m = m0 + g + (q & 1) * 8;
+            const int k = k0 + t + (q >> 1) * 4;
+            const int off = A_KMAJOR ? swizzle<A_COLS>(m, k) : swizzle<A_COLS>(k, m);
+            f.a[i][q] = __float_as_uint(as[off]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int n = wn0 + j * 8 + g;
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int k = k0 + t + q * 4;
+            const int off = B_KMAJOR ? swizzle<B_COLS>(n, k) : swizzle<B_COLS>(k, n);
+            f.b[j][q] = __float_as_uint(bs[off]);
+        }
+    }
+#endif
+}
+
+__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if MMT_MATH == 0
+#if MMT_DTYPE == 0
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+#else
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+struct Accum {
+    float c[MT][NT][4];
+};
+
+__device__ __forceinline__ void compute_stage(Accum& acc, const elem_t* stage, int wm0, int wn0, int lane) {
+    const unsigned sa = smem_addr(stage);
+    const unsigned sb = sa + A_TILE * ELT;
+    const float* sf = reinterpret_cast<const float*>(stage);
+    // Register double-buffering: fragments of step ks+1 load while step ks multiplies.
+    Frags f[2];
+    load_frags(f[0], sa, sb, sf, wm0, wn0, 0, lane);
+#pragma unroll
+    for (int ks = 0; ks < KSTEPS; ++ks) {
+        if (ks + 1 < KSTEPS) load_frags(f[(ks + 1) & 1], sa, sb, sf, wm0, wn0, ks + 1, lane);
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j) mma(acc.c[i][j], f[ks & 1].a[i], f[ks & 1].b[j]);
+    }
+}
+
+__device__ __forceinline__ void epilogue(const Accum& acc, elem_t* c, const elem_t* bias, int m_base, int n_base,
+                                         int M, int N, long long ldc, float alpha, float beta, int wm0, int wn0,
+                                         int lane) {
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = m_base + wm0 + i * 16 + g + h * 8;
+            if (m >= M) continue;
+            elem_t* row = c + m * ldc;
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int n = n_base + wn0 + j * 8 + 2 * t;
+                store_pair(row, bias, n, N, acc.c[i][j][2 * h], acc.c[i][j][2 * h + 1], alpha, beta);
+            }
+        }
+    }
+}
+
+#else
+// ---------------------------------------------------------------- FMA path (float32)
+constexpr int TM = MMT_THREAD_M;  // rows per thread (strided by TY)
+constexpr int TN = MMT_THREAD_N;  // columns per thread (strided by TX)
+constexpr int TX = BN / TN;
+constexpr int TY = BM / TM;
+static_assert(TX * TY == THREADS, "thread layout");
+
+struct Accum {
+    float c[TM][TN];
+};
+
+__device__ __forceinline__ void compute_stage(Accum& acc, const elem_t* stage, int, int, int tid) {
+    const float* as = stage;
+    const float* bs = stage + A_TILE;
+    const int ty = tid / TX, tx = tid % TX;
+#pragma unroll 4
+    for (int k = 0; k < BK; ++k) {
+        float a[TM], b[TN];
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int m = ty + i * TY;
+            a[i] = as[A_KMAJOR ? swizzle<A_COLS>(m, k) : swizzle<A_COLS>(k, m)];
+        }
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int n = tx + j * TX;
+            b[j] = bs[B_KMAJOR ? swizzle<B_COLS>(n, k) : swizzle<B_COLS>(k, n)];
+        }
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) acc.c[i][j] = fmaf(a[i], b[j], acc.c[i][j]);
+    }
+}
+
+__device__ __forceinline__ void epilogue(const Accum& acc, elem_t* c, const elem_t* bias, int m_base, int n_base,
+                                         int M, int N, long long ldc, float alpha, float beta, int, int, int tid) {
+    const int ty = tid / TX, tx = tid % TX;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int m = m_base + ty + i * TY;
+        if (m >= M) continue;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int n = n_base + tx + j * TX;
+            if (n >= N) continue;
+            float v = acc.c[i][j];
+            if constexpr (ADDMM) v = alpha * v + beta * bias[n];
+            c[m * ldc + n] = v;
+        }
+    }
+}
+#endif
+
+}  // namespace
+
+// C[b] = A[b] · B[b] (mm, bmm) or alpha · A · B + beta · bias (addmm, bias [N] broadcast
+// over rows). A is [batch][M][K] (row-major, lda = its row stride) or its transpose view;
+// B likewise [batch][K][N]; C is row-major [batch][M][N].
+extern "C" __global__ void __launch_bounds__(THREADS)
+    mmt_gemm(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c,
+             const elem_t* __restrict__ bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
+             long long stride_a, long long stride_b, long long stride_c, float alpha, float beta) {
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    elem_t* smem = reinterpret_cast<elem_t*>(smem_raw);
+
+    // GROUP_M-swizzled tile order, as Triton's template computes it.
+    const int pid = blockIdx.x;
+    const int grid_m = (M + BM - 1) / BM;
+    const int grid_n = (N + BN - 1) / BN;
+    const int width = GROUP_M * grid_n;
+    const int group_id = pid / width;
+    const int group_size = min(grid_m - group_id * GROUP_M, GROUP_M);
+    const int pid_m = group_id * GROUP_M + (pid % group_size);
+    const int pid_n = (pid % width) / group_size;
+    const int m_base = pid_m * BM;
+    const int n_base = pid_n * BN;
+
+    const long long batch = blockIdx.z;
+    a += batch * stride_a;
+    b += batch * stride_b;
+    c += batch * stride_c;
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+#if MMT_MATH != 2
+    const int wm0 = (warp % WARPS_M) * WTM;
+    const int wn0 = (warp / WARPS_M) * WTN;
+#else
+    const int wm0 = 0, wn0 = 0;
+#endif
+    (void)lane;
+
+    // Tile origins in each operand's storage order; K advances along rows or columns.
+    const elem_t* ga = A_KMAJOR ? a + m_base * lda : a + m_base;
+    const elem_t* gb = B_KMAJOR ? b + n_base * ldb : b + n_base;
+    const long long a_kstep = A_KMAJOR ? BK : BK * lda;
+    const long long b_kstep = B_KMAJOR ? BK : BK * ldb;
+    const int k_tiles = (K + BK - 1) / BK;
+
+    auto load_stage = [&](int kt, int slot) {
+        elem_t* sa = smem + slot * STAGE_ELEMS;
+        elem_t* sb = sa + A_TILE;
+        const int k_left = K - kt * BK;
+        const elem_t* pa = ga + kt * a_kstep;
+        const elem_t* pb = gb + kt * b_kstep;
+        if constexpr (A_KMAJOR)
+            load_tile<A_ROWS, A_COLS, VEC_A, false>(sa, pa, lda, M - m_base, k_left, tid);
+        else
+            load_tile<A_ROWS, A_COLS, VEC_A, true>(sa, pa, lda, k_left, M - m_base, tid);
+        if constexpr (B_KMAJOR)
+            load_tile<B_ROWS, B_COLS, VEC_B, false>(sb, pb, ldb, N - n_base, k_left, tid);
+        else
+            load_tile<B_ROWS, B_COLS, VEC_B, true>(sb, pb, ldb, k_left, N - n_base, tid);
+    };
+
+    Accum acc;
+#if MMT_MATH != 2
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc.c[i][j][q] = 0.f;
+    const int cta_arg = lane;
+#else
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc.c[i][j] = 0.f;
+    const int cta_arg = tid;
+#endif
+
+    if constexpr (STAGES == 1) {
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            load_stage(kt, 0);
+            cp_async_commit();
+            cp_async_wait<0>();
+            __syncthreads();
+            compute_stage(acc, smem, wm0, wn0, cta_arg);
+            __syncthreads();
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < k_tiles) load_stage(s, s);
+            cp_async_commit();
+        }
+        int read_slot = 0;
+        int write_slot = STAGES - 1;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
+            // The slot refilled here was read by step kt-1, which every thread has left.
+            if (kt + STAGES - 1 < k_tiles) load_stage(kt + STAGES - 1, write_slot);
+            cp_async_commit();
+            compute_stage(acc, smem + read_slot * STAGE_ELEMS, wm0, wn0, cta_arg);
+            read_slot = read_slot + 1 == STAGES ? 0 : read_slot + 1;
+            write_slot = write_slot + 1 == STAGES ? 0 : write_slot + 1;
+        }
+        cp_async_wait<0>();
+    }
+
+    epilogue(acc, c, bias, m_base, n_base, M, N, ldc, alpha, beta, wm0, wn0, cta_arg);
+}
+
+#else  // MMT_UTILITY: kernels the backend needs besides the GEMM
+
+// splitmix64 of (seed, index): a counter-based generator, so fills are seeded and
+// independent of the launch shape.
+__device__ __forceinline__ float mmt_uniform(unsigned long long seed, unsigned long long i, float lo, float hi) {
+    unsigned long long z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const float u = (float)(z >> 40) * (1.0f / 16777216.0f);
+    return lo + (hi - lo) * u;
+}
+
+extern "C" __global__ void mmt_fill_f32(float* p, unsigned long long n, unsigned long long seed, float lo, float hi) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        p[i] = mmt_uniform(seed, i, lo, hi);
+}
+
+extern "C" __global__ void mmt_fill_f16(unsigned short* p, unsigned long long n, unsigned long long seed, float lo,
+                                        float hi) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned short h;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(mmt_uniform(seed, i, lo, hi)));
+        p[i] = h;
+    }
+}
+
+extern "C" __global__ void mmt_fill_bf16(unsigned short* p, unsigned long long n, unsigned long long seed, float lo,
+                                         float hi) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned short h;
+        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(mmt_uniform(seed, i, lo, hi)));
+        p[i] = h;
+    }
+}
+
+#endif  // MMT_UTILITY

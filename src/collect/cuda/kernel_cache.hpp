@@ -1,0 +1,89 @@
+#pragma once
+/// Compiled kernels, cached in memory and on disk, compiled ahead on worker threads so the
+/// GPU does not wait for the compiler.
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace mmt::collect::cuda {
+
+/// One cache entry's outcome.
+struct CompiledKernel {
+    bool ok = false;
+    std::string image;  ///< CUBIN or PTX
+    std::string log;    ///< the compiler's log (the error when !ok)
+    bool from_disk = false;
+    double compile_seconds = 0.0;
+};
+
+/// Counters for reports and tests.
+struct KernelCacheStats {
+    std::size_t compiled = 0;      ///< NVRTC compilations run
+    std::size_t disk_hits = 0;     ///< images read back from disk
+    std::size_t failures = 0;      ///< compilations that failed
+    double compile_seconds = 0.0;  ///< summed over worker threads
+    double wait_seconds = 0.0;     ///< time get() callers spent waiting for a compile
+};
+
+/// Kernels keyed by (kernel-source hash, NVRTC version and options, target arch, prelude).
+/// Disk entries live in `disk_dir` as <hash>.cubin|.ptx, written atomically (temp file +
+/// rename) so several processes can share the directory.
+class KernelCache {
+public:
+    /// `arch` is an NVRTC target ("sm_90", or "compute_90" for PTX); an empty `disk_dir`
+    /// keeps the cache in memory only; `threads` compile ahead (0: hardware threads - 1).
+    KernelCache(std::string_view source, std::string arch, std::filesystem::path disk_dir, int threads = 0);
+    ~KernelCache();
+    KernelCache(const KernelCache&) = delete;
+    KernelCache& operator=(const KernelCache&) = delete;
+
+    /// Queues the compilation of prelude + source unless it is cached or queued already.
+    void prefetch(const std::string& prelude);
+
+    /// The kernel for the prelude: from memory, from disk, from a worker, or compiled on
+    /// the calling thread when no worker has started it yet.
+    std::shared_ptr<const CompiledKernel> get(const std::string& prelude);
+
+    KernelCacheStats stats() const;
+    const std::string& arch() const { return m_arch; }
+    const std::filesystem::path& disk_dir() const { return m_disk_dir; }
+
+    /// $XDG_CACHE_HOME/matmul_toolkit/kernels, else ~/.cache/matmul_toolkit/kernels.
+    static std::filesystem::path default_disk_dir();
+
+private:
+    struct Entry;
+
+    std::shared_ptr<Entry> find_or_add(const std::string& prelude, bool queue);
+    void run(Entry& entry);
+    std::shared_ptr<const CompiledKernel> build(const std::string& prelude);
+    std::string key_text(const std::string& prelude) const;
+    std::shared_ptr<CompiledKernel> read_disk(const std::string& key) const;
+    void write_disk(const std::string& key, const CompiledKernel& kernel);
+    void worker_loop();
+
+    std::string m_source;
+    std::string m_arch;
+    std::filesystem::path m_disk_dir;
+    std::string m_key_header;  // source hash, NVRTC version, options, arch
+
+    mutable std::mutex m_mutex;
+    std::condition_variable m_queue_cv;
+    std::unordered_map<std::string, std::shared_ptr<Entry>> m_entries;
+    std::deque<std::shared_ptr<Entry>> m_queue;
+    std::vector<std::thread> m_workers;
+    bool m_stopping = false;
+    bool m_disk_ok = true;
+    KernelCacheStats m_stats;
+};
+
+}  // namespace mmt::collect::cuda

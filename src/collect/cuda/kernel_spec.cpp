@@ -1,0 +1,216 @@
+#include "kernel_spec.hpp"
+
+#include <numeric>
+#include <sstream>
+
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::collect::cuda {
+namespace {
+
+bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// Largest power of two <= cap that divides every value given (0 values are ignored).
+int widest_vector(int cap, std::initializer_list<std::int64_t> values) {
+    std::int64_t g = 0;
+    for (auto v : values) g = std::gcd(g, v);
+    int vec = cap;
+    while (vec > 1 && (g == 0 ? false : g % vec != 0)) vec /= 2;
+    return g == 0 ? cap : vec;
+}
+
+const char* dtype_short(const std::string& dtype) {
+    if (dtype == "float16") return "f16";
+    if (dtype == "bfloat16") return "bf16";
+    return "f32";
+}
+
+int dtype_code(const std::string& dtype) {
+    if (dtype == "float16") return 0;
+    if (dtype == "bfloat16") return 1;
+    if (dtype == "float32") return 2;
+    throw core::InputError("dtype", "the CUDA backend has no kernel for " + dtype);
+}
+
+// Warp grid over the tile for the tensor-core paths: the factorisation that minimises the
+// shared-memory fragment traffic per output (1/warp_tile_m + 1/warp_tile_n), preferring an
+// even number of n8 tiles (ldmatrix.x4 serves two at once).
+void choose_warp_grid(KernelSpec& s) {
+    double best = 1e30;
+    s.warps_m = s.warps_n = 0;
+    for (int wm = 1; wm <= s.num_warps; wm *= 2) {
+        const int wn = s.num_warps / wm;
+        if (wm * wn != s.num_warps) continue;
+        if (s.block_m % (16 * wm) != 0 || s.block_n % (8 * wn) != 0) continue;
+        const int wtm = s.block_m / wm, wtn = s.block_n / wn;
+        double cost = 1.0 / wtm + 1.0 / wtn;
+        if ((wtn / 8) % 2 != 0) cost *= 1.05;
+        if (cost < best - 1e-12) {
+            best = cost;
+            s.warps_m = wm;
+            s.warps_n = wn;
+        }
+    }
+}
+
+// Thread grid for the FMA path: each thread owns thread_m x thread_n accumulators (rows
+// strided by block_m / thread_m); the split with the fewest shared loads per FMA.
+void choose_thread_grid(KernelSpec& s) {
+    const int threads = 32 * s.num_warps;
+    s.thread_m = s.thread_n = 0;
+    const long elems = static_cast<long>(s.block_m) * s.block_n;
+    if (elems % threads != 0) return;
+    const int per_thread = static_cast<int>(elems / threads);
+    int best = 1 << 30;
+    for (int tm = 1; tm <= per_thread; tm *= 2) {
+        const int tn = per_thread / tm;
+        if (tm * tn != per_thread || tm > s.block_m || tn > s.block_n) continue;
+        if (s.block_m % tm != 0 || s.block_n % tn != 0) continue;
+        // Ties go to the larger thread_m, so consecutive threads walk along N (coalesced C).
+        if (tm + tn <= best) {
+            best = tm + tn;
+            s.thread_m = tm;
+            s.thread_n = tn;
+        }
+    }
+}
+
+}  // namespace
+
+ProblemStrides problem_strides(const Problem& p) {
+    const auto& s = p.shape;
+    const auto a = p.a_stride();  // [batch, m, k]
+    const auto b = p.b_stride();  // [batch, k, n]
+    // The kernel needs one unit stride per operand (the layout's contiguous index).
+    if ((a[1] != 1 && a[2] != 1) || (b[1] != 1 && b[2] != 1) || s.out_stride[2] != 1)
+        throw core::InputError("problem", "the CUDA backend needs operands with a unit stride");
+    ProblemStrides out;
+    out.lda = p.layout[0] == 'n' ? a[1] : a[2];
+    out.ldb = p.layout[1] == 'n' ? b[1] : b[2];
+    out.batch_a = a[0];
+    out.batch_b = b[0];
+    out.ldc = s.out_stride[1];
+    out.batch_c = s.out_stride[0];
+    return out;
+}
+
+OperandAlignment alignment_for(const Problem& p) {
+    const auto& s = p.shape;
+    const int cap = 16 / core::dtype_size(p.dtype());
+    const ProblemStrides st = problem_strides(p);
+    const bool batched = s.B > 1;
+    OperandAlignment a;
+    // Each vector must stay inside one row of the contiguous dimension and start aligned.
+    a.vec_a = widest_vector(cap, {st.lda, p.layout[0] == 'n' ? s.K : s.M, batched ? st.batch_a : 0});
+    a.vec_b = widest_vector(cap, {st.ldb, p.layout[1] == 'n' ? s.N : s.K, batched ? st.batch_b : 0});
+    a.vec_c = widest_vector(2, {st.ldc, s.N, batched ? st.batch_c : 0});
+    return a;
+}
+
+KernelSpec make_spec(const core::GemmConfig& c, const std::string& dtype, const std::string& op,
+                     const std::string& layout, const OperandAlignment& align) {
+    KernelSpec s;
+    s.block_m = c.block_m;
+    s.block_n = c.block_n;
+    s.block_k = c.block_k;
+    s.group_m = c.group_m;
+    s.num_stages = c.num_stages;
+    s.num_warps = c.num_warps;
+    s.even_k = c.even_k;
+    s.dtype = dtype;
+    s.op = op;
+    s.layout = layout;
+    s.align = align;
+    dtype_code(dtype);  // rejects dtypes without a kernel
+    s.allow_tf32 = dtype == "float32" && c.allow_tf32;
+    s.math = dtype != "float32" ? MathPath::mma16 : (s.allow_tf32 ? MathPath::tf32 : MathPath::fma);
+    if (is_pow2(s.num_warps) && s.num_warps <= 8) {
+        if (s.math == MathPath::fma)
+            choose_thread_grid(s);
+        else
+            choose_warp_grid(s);
+    }
+    return s;
+}
+
+KernelSpec make_spec(const core::GemmConfig& config, const Problem& problem) {
+    return make_spec(config, problem.dtype(), problem.op, problem.layout, alignment_for(problem));
+}
+
+std::size_t shared_bytes(const KernelSpec& s) {
+    return static_cast<std::size_t>(s.block_m + s.block_n) * s.block_k * s.num_stages * core::dtype_size(s.dtype);
+}
+
+int estimated_registers(const KernelSpec& s) {
+    constexpr int kOverhead = 40;  // addresses, indices, loop state: what ptxas showed beyond data
+    if (s.math == MathPath::fma) {
+        if (s.thread_m == 0) return 1 << 20;
+        return s.thread_m * s.thread_n + s.thread_m + s.thread_n + kOverhead;
+    }
+    if (s.warps_m == 0) return 1 << 20;
+    const int wtm = s.block_m / s.warps_m, wtn = s.block_n / s.warps_n;
+    const int accumulators = wtm * wtn / 32;
+    const int fragments = 2 * ((wtm / 16) * 4 + (wtn / 8) * 2);  // two buffers of A and B fragments
+    return accumulators + fragments + kOverhead;
+}
+
+std::optional<std::string> unsupported_reason(const KernelSpec& s, const DeviceLimits& limits) {
+    // Reasons are fixed categories (the engine counts configs per reason); numbers go to
+    // the debug log.
+    for (int v : {s.block_m, s.block_n, s.block_k})
+        if (!is_pow2(v) || v < 16) return std::string("block sizes must be powers of two >= 16");
+    if (!is_pow2(s.num_warps) || s.num_warps > 8) return std::string("num_warps must be 1, 2, 4 or 8");
+    if (s.num_stages < 1) return std::string("num_stages must be >= 1");
+    if (s.group_m < 1) return std::string("group_m must be >= 1");
+    if (s.math == MathPath::fma) {
+        if (s.thread_m == 0) return std::string("thread layout: fewer tile elements than threads");
+    } else if (s.warps_m == 0) {
+        return std::string("warp layout: no grid of num_warps warps divides the tile into 16x8 pieces");
+    }
+    if (shared_bytes(s) > limits.max_shared_bytes)
+        return std::string("shared memory: (block_m+block_n)*block_k*stages*dtype size exceeds the device limit");
+    if (estimated_registers(s) > limits.max_registers_per_thread)
+        return std::string("registers: estimated accumulators+fragments exceed 255 per thread");
+    return std::nullopt;
+}
+
+std::string kernel_prelude(const KernelSpec& s) {
+    std::ostringstream o;
+    const auto def = [&o](const char* name, long value) { o << "#define " << name << ' ' << value << '\n'; };
+    def("MMT_BLOCK_M", s.block_m);
+    def("MMT_BLOCK_N", s.block_n);
+    def("MMT_BLOCK_K", s.block_k);
+    def("MMT_GROUP_M", s.group_m);
+    def("MMT_NUM_STAGES", s.num_stages);
+    def("MMT_NUM_WARPS", s.num_warps);
+    def("MMT_WARPS_M", s.warps_m);
+    def("MMT_WARPS_N", s.warps_n);
+    def("MMT_THREAD_M", s.thread_m);
+    def("MMT_THREAD_N", s.thread_n);
+    def("MMT_EVEN_K", s.even_k ? 1 : 0);
+    def("MMT_DTYPE", dtype_code(s.dtype));
+    def("MMT_MATH", static_cast<int>(s.math));
+    def("MMT_A_KMAJOR", s.layout[0] == 'n' ? 1 : 0);
+    def("MMT_B_KMAJOR", s.layout[1] == 't' ? 1 : 0);
+    def("MMT_VEC_A", s.align.vec_a);
+    def("MMT_VEC_B", s.align.vec_b);
+    def("MMT_VEC_C", s.align.vec_c);
+    def("MMT_ADDMM", s.op == "addmm" ? 1 : 0);
+    return o.str();
+}
+
+std::string spec_name(const KernelSpec& s) {
+    std::ostringstream o;
+    o << dtype_short(s.dtype) << (s.allow_tf32 ? "_tf32" : "") << '_' << s.op << '_' << s.layout << '_' << s.block_m
+      << 'x' << s.block_n << 'x' << s.block_k << "_g" << s.group_m << "_s" << s.num_stages << "_w" << s.num_warps
+      << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "");
+    return o.str();
+}
+
+std::string spec_key(const KernelSpec& s) {
+    // The prelude fixes everything the compiled kernel depends on (bmm differs from mm only
+    // in its launch grid, so it shares mm's kernel).
+    return kernel_prelude(s);
+}
+
+}  // namespace mmt::collect::cuda

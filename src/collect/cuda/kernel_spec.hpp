@@ -1,0 +1,101 @@
+#pragma once
+/// Everything that fixes one compiled GEMM kernel: the config's compile-time parameters,
+/// the dtype / op / layout, and the operand alignment the problem allows. Also the prune
+/// rule: which specs a device can run, and why not.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "matmul_toolkit/collect/backend.hpp"
+#include "matmul_toolkit/core/types.hpp"
+
+namespace mmt::collect::cuda {
+
+/// Which instructions do the multiply-adds.
+enum class MathPath {
+    mma16 = 0,  ///< mma.sync m16n8k16 (float16, bfloat16)
+    tf32 = 1,   ///< mma.sync m16n8k8 tf32 (float32 with ALLOW_TF32)
+    fma = 2,    ///< CUDA-core FMA (float32 without TF32)
+};
+
+/// Elements per global load of A and B, and per store of C, that a problem's strides allow.
+struct OperandAlignment {
+    int vec_a = 1;
+    int vec_b = 1;
+    int vec_c = 1;
+};
+
+/// One kernel variant. make_spec() fills every field, the derived ones included.
+struct KernelSpec {
+    int block_m = 64;
+    int block_n = 64;
+    int block_k = 32;
+    int group_m = 8;
+    int num_stages = 2;
+    int num_warps = 4;
+    bool even_k = false;
+    bool allow_tf32 = false;
+    std::string dtype = "float16";
+    std::string op = "mm";
+    std::string layout = "nn";
+    OperandAlignment align;
+
+    MathPath math = MathPath::mma16;
+    int warps_m = 0;  ///< warp grid over the tile (tensor-core paths); 0 when none fits
+    int warps_n = 0;
+    int thread_m = 0;  ///< accumulators per thread along M / N (FMA path); 0 when none fits
+    int thread_n = 0;
+};
+
+/// What the prune rule needs to know about a device.
+struct DeviceLimits {
+    std::size_t max_shared_bytes = 232448;  ///< opt-in shared memory per block (H100: 227 KiB)
+    int max_registers_per_thread = 255;
+};
+
+/// Row/column strides the kernel gets for a problem stored contiguously in its layout.
+struct ProblemStrides {
+    std::int64_t lda = 0, ldb = 0, ldc = 0;
+    std::int64_t batch_a = 0, batch_b = 0, batch_c = 0;
+};
+
+ProblemStrides problem_strides(const Problem& problem);
+
+/// The widest loads/stores the problem's strides and extents allow (16 bytes at most).
+OperandAlignment alignment_for(const Problem& problem);
+
+/// The spec for a config on a problem (dtype, op, layout and alignment from the problem;
+/// EVEN_K and ALLOW_TF32 as the config carries them).
+KernelSpec make_spec(const core::GemmConfig& config, const Problem& problem);
+
+/// The spec from explicit parts; derives the math path and the warp / thread layout.
+KernelSpec make_spec(const core::GemmConfig& config, const std::string& dtype, const std::string& op,
+                     const std::string& layout, const OperandAlignment& align);
+
+/// Shared memory the kernel needs: (block_m + block_n) · block_k · num_stages · dtype size.
+std::size_t shared_bytes(const KernelSpec& spec);
+
+/// Registers per thread the kernel is expected to need (accumulators, double-buffered
+/// fragments, and a fixed allowance for addresses and indices).
+int estimated_registers(const KernelSpec& spec);
+
+/// Why the device cannot run the spec, or nullopt when it can. The rule, in order:
+/// block sizes are powers of two >= 16 and num_warps is 1..8 (a power of two); the
+/// warp grid (tensor cores: warps_m x warps_n with 16·warps_m | block_m and
+/// 8·warps_n | block_n) or thread grid (FMA: block_m·block_n a multiple of the thread
+/// count) divides the tile; shared memory fits the device's opt-in limit; estimated
+/// registers fit the per-thread limit.
+std::optional<std::string> unsupported_reason(const KernelSpec& spec, const DeviceLimits& limits);
+
+/// The #define lines NVRTC sees in front of the kernel template.
+std::string kernel_prelude(const KernelSpec& spec);
+
+/// A short readable name for logs: "bf16_mm_nn_128x256x32_g8_s3_w8_v8.8.2_evenk".
+std::string spec_name(const KernelSpec& spec);
+
+/// The canonical text identifying the spec (kernel caches key on it).
+std::string spec_key(const KernelSpec& spec);
+
+}  // namespace mmt::collect::cuda

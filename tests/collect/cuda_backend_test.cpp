@@ -1,0 +1,154 @@
+// The CUDA backend on a real GPU: every DEFAULT config agrees with cuBLAS, timings are
+// sane, and a second backend on the same disk cache compiles nothing.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "cuda/cuda_backend_impl.hpp"
+#include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/collect/cuda_backend.hpp"
+
+namespace mmt::collect::cuda {
+namespace {
+
+Problem problem(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t K, const std::string& dtype,
+                const std::string& op = "mm", const std::string& layout = "nn") {
+    Problem p;
+    p.op = op;
+    p.layout = layout;
+    p.shape = core::make_shape(B, M, N, K, dtype);
+    return p;
+}
+
+class CudaBackendTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!cuda_backend_device_available()) GTEST_SKIP() << "no CUDA device";
+        m_dir = std::filesystem::temp_directory_path() /
+                ("mmt_cuda_backend_test_" + std::to_string(std::random_device{}()));
+    }
+    void TearDown() override { std::filesystem::remove_all(m_dir); }
+
+    CudaBackendOptions options() const {
+        CudaBackendOptions o;
+        o.cache_dir = m_dir;
+        return o;
+    }
+    std::filesystem::path m_dir;
+};
+
+// Every DEFAULT config, for every dtype (float32 with and without TF32), op and layout,
+// on aligned problems (16-byte loads) and on odd ones (element loads), against cuBLAS.
+TEST_F(CudaBackendTest, EveryDefaultConfigMatchesCublas) {
+    CudaBackend backend(options());
+    std::vector<std::string> failures;
+    std::size_t checked = 0;
+    for (const auto& [dtype, tf32] : std::vector<std::pair<std::string, bool>>{
+             {"float16", false}, {"bfloat16", false}, {"float32", false}, {"float32", true}})
+        for (const std::string op : {"mm", "addmm", "bmm"})
+            for (const std::string layout : {"nn", "nt", "tn", "tt"})
+                for (const bool aligned : {true, false}) {
+                    const Problem p = aligned ? problem(op == "bmm" ? 2 : 1, 512, 512, 512, dtype, op, layout)
+                                              : problem(op == "bmm" ? 2 : 1, 333, 257, 391, dtype, op, layout);
+                    auto configs = specialize_configs(default_configs(), p, tf32);
+                    const PruneResult kept = backend.prune(configs, p);  // queues the compiles
+                    for (const auto& c : kept.kept) {
+                        const KernelSpec spec = make_spec(c, p);
+                        const Verification v = backend.verify(spec);
+                        ++checked;
+                        if (!v.passed) failures.push_back(spec_name(spec) + ": " + v.message);
+                    }
+                }
+    EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checked << " wrong; first: " << failures[0];
+    EXPECT_GT(checked, 1500u);
+    EXPECT_EQ(backend.stats().verification_failures, failures.size());
+}
+
+// The timed problem itself (not only the verification problem) gives cuBLAS's answer.
+TEST_F(CudaBackendTest, TimedKernelComputesTheProblem) {
+    CudaBackend backend(options());
+    for (const std::string op : {"mm", "addmm", "bmm"}) {
+        const Problem p = problem(op == "bmm" ? 3 : 1, 1000, 1500, 777, "bfloat16", op, "nt");
+        backend.prepare(p, 7);
+        backend.run_reference_once(p);
+        const auto ref = backend.read_output(p);
+        auto c = specialize_config(default_configs()[17], p, false);  // 128x128x64, 3 stages, 4 warps
+        backend.run_once(p, c);
+        const auto out = backend.read_output(p);
+        ASSERT_EQ(out.size(), ref.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < out.size(); ++i)
+            worst = std::max(worst, std::fabs(out[i] - ref[i]) / (1e-2 + std::fabs(ref[i])));
+        EXPECT_LT(worst, 2e-2) << op;  // bf16 output: 2 ulps
+    }
+}
+
+TEST_F(CudaBackendTest, TimingIsSane) {
+    CudaBackend backend(options());
+    const Problem p = problem(1, 4096, 4096, 4096, "bfloat16");
+    backend.prepare(p, 1);
+    const auto configs = specialize_configs(default_configs(), p, false);
+    TimingOptions t;
+    t.warmup = 2;
+    t.repeat = 7;
+    const double before = backend.timed_kernel_seconds();
+    const Timing timing = backend.time(p, configs[17], t);
+    ASSERT_EQ(timing.samples_ms.size(), 7u);
+    EXPECT_LE(timing.min_ms, timing.median_ms);
+    EXPECT_LE(timing.median_ms, timing.max_ms);
+    double sum = 0;
+    for (double s : timing.samples_ms) sum += s;
+    EXPECT_NEAR(backend.timed_kernel_seconds() - before, sum * 1e-3, 1e-6);
+    // 137 GFLOP: under 2000 TFLOP/s is physics, over 1 TFLOP/s means it ran on the GPU.
+    const double tflops = p.flops() / (timing.median_ms * 1e-3) / 1e12;
+    EXPECT_LT(tflops, 2000.0);
+    EXPECT_GT(tflops, 1.0);
+    const Timing ref = backend.time_reference(p, t);
+    EXPECT_GT(ref.median_ms, 0.0);
+    EXPECT_LT(p.flops() / (ref.median_ms * 1e-3) / 1e12, 2000.0);
+    // A twice larger K takes longer (the timer measures the kernel, not a constant).
+    const Problem p2 = problem(1, 4096, 4096, 8192, "bfloat16");
+    backend.prepare(p2, 1);
+    const Timing timing2 = backend.time(p2, specialize_config(default_configs()[17], p2, false), t);
+    EXPECT_GT(timing2.median_ms, 1.5 * timing.median_ms);
+    EXPECT_FALSE(backend.hardware_name().empty());
+}
+
+TEST_F(CudaBackendTest, SecondRunHitsTheDiskCache) {
+    const Problem p = problem(1, 1024, 1024, 1024, "float16");
+    const auto configs = specialize_configs(default_configs(), p, false);
+    TimingOptions t;
+    t.warmup = 1;
+    t.repeat = 3;
+    std::size_t kept = 0;
+    {
+        CudaBackend first(options());
+        first.prepare(p, 3);
+        const auto pruned = first.prune(configs, p);
+        kept = pruned.kept.size();
+        for (const auto& c : pruned.kept) first.time(p, c, t);
+        EXPECT_GE(first.stats().cache.compiled, kept);  // + the utility kernels
+    }
+    CudaBackend second(options());
+    second.prepare(p, 3);
+    const auto pruned = second.prune(configs, p);
+    for (const auto& c : pruned.kept) second.time(p, c, t);
+    EXPECT_EQ(second.stats().cache.compiled, 0u);
+    EXPECT_EQ(second.stats().cache.disk_hits, kept + 1);  // + the utility kernels
+}
+
+TEST_F(CudaBackendTest, PrunedConfigsAreReportedWithReasons) {
+    CudaBackend backend(options());
+    const Problem p = problem(1, 2048, 2048, 2048, "bfloat16");
+    const auto all = specialize_configs(exhaustive_configs(), p, false);
+    const PruneResult r = backend.prune(all, p);
+    EXPECT_EQ(r.kept.size() + r.pruned.size(), 1875u);
+    EXPECT_GT(r.pruned.size(), 0u);
+    for (const auto& pc : r.pruned) EXPECT_FALSE(pc.reason.empty());
+}
+
+}  // namespace
+}  // namespace mmt::collect::cuda

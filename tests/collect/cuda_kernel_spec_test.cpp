@@ -1,0 +1,151 @@
+// The CUDA kernel spec: math path, warp/thread layout, alignment and the prune rule.
+// Expected values are worked out by hand from the rule in kernel_spec.hpp.
+
+#include <gtest/gtest.h>
+
+#include "cuda/kernel_spec.hpp"
+#include "matmul_toolkit/collect/config_space.hpp"
+
+namespace mmt::collect::cuda {
+namespace {
+
+core::GemmConfig config(int bm, int bn, int bk, int stages, int warps) {
+    core::GemmConfig c;
+    c.block_m = bm;
+    c.block_n = bn;
+    c.block_k = bk;
+    c.num_stages = stages;
+    c.num_warps = warps;
+    return c;
+}
+
+Problem problem(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t K, const std::string& dtype,
+                const std::string& op = "mm", const std::string& layout = "nn") {
+    Problem p;
+    p.op = op;
+    p.layout = layout;
+    p.shape = core::make_shape(B, M, N, K, dtype);
+    return p;
+}
+
+const DeviceLimits kH100{232448, 255};
+
+TEST(CudaKernelSpec, MathPathFollowsDtypeAndTf32) {
+    auto c = config(64, 64, 32, 2, 4);
+    EXPECT_EQ(make_spec(c, problem(1, 64, 64, 64, "float16")).math, MathPath::mma16);
+    EXPECT_EQ(make_spec(c, problem(1, 64, 64, 64, "bfloat16")).math, MathPath::mma16);
+    EXPECT_EQ(make_spec(c, problem(1, 64, 64, 64, "float32")).math, MathPath::fma);
+    c.allow_tf32 = true;
+    EXPECT_EQ(make_spec(c, problem(1, 64, 64, 64, "float32")).math, MathPath::tf32);
+    // ALLOW_TF32 means nothing for 16-bit inputs.
+    EXPECT_FALSE(make_spec(c, problem(1, 64, 64, 64, "bfloat16")).allow_tf32);
+}
+
+TEST(CudaKernelSpec, WarpGridMinimisesFragmentTraffic) {
+    // 128x256 over 8 warps: 2x4 gives 64x64 warp tiles (1/64 + 1/64), better than 1x8
+    // (128x32) or 4x2 (32x128).
+    const auto s = make_spec(config(128, 256, 32, 3, 8), problem(1, 512, 512, 512, "bfloat16"));
+    EXPECT_EQ(s.warps_m, 2);
+    EXPECT_EQ(s.warps_n, 4);
+    // 16x16 over 2 warps: only 1x2 (16x8 warp tiles) fits.
+    const auto small = make_spec(config(16, 16, 16, 1, 2), problem(1, 512, 512, 512, "float16"));
+    EXPECT_EQ(small.warps_m, 1);
+    EXPECT_EQ(small.warps_n, 2);
+    EXPECT_FALSE(unsupported_reason(small, kH100).has_value());
+}
+
+TEST(CudaKernelSpec, FmaThreadGrid) {
+    // 64x64 over 128 threads: 32 accumulators each; 8x4 and 4x8 both cost 12 loads, ties
+    // go to the larger thread_m.
+    const auto s = make_spec(config(64, 64, 32, 2, 4), problem(1, 512, 512, 512, "float32"));
+    EXPECT_EQ(s.thread_m, 8);
+    EXPECT_EQ(s.thread_n, 4);
+}
+
+TEST(CudaKernelSpec, SharedMemoryFormula) {
+    // (128 + 256) · 32 · 4 stages · 2 bytes
+    EXPECT_EQ(shared_bytes(make_spec(config(128, 256, 32, 4, 8), problem(1, 64, 64, 64, "float16"))), 98304u);
+    // (64 + 64) · 64 · 3 · 4 bytes
+    EXPECT_EQ(shared_bytes(make_spec(config(64, 64, 64, 3, 4), problem(1, 64, 64, 64, "float32"))), 98304u);
+}
+
+TEST(CudaKernelSpec, PruneReasons) {
+    const auto p = problem(1, 1024, 1024, 1024, "bfloat16");
+    // 16x16 has no 4-warp grid of 16x8 pieces.
+    auto r = unsupported_reason(make_spec(config(16, 16, 32, 2, 4), p), kH100);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_NE(r->find("warp layout"), std::string::npos);
+    // (256 + 256) · 128 · 2 · 2 = 262144 bytes > 232448.
+    r = unsupported_reason(make_spec(config(256, 256, 128, 2, 8), p), kH100);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_NE(r->find("shared memory"), std::string::npos);
+    // 256x256 over 8 warps: 128x64 warp tiles, 256 accumulators per thread.
+    r = unsupported_reason(make_spec(config(256, 256, 16, 1, 8), p), kH100);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_NE(r->find("registers"), std::string::npos);
+    // Triton-incompatible sizes.
+    r = unsupported_reason(make_spec(config(48, 64, 32, 2, 4), p), kH100);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_NE(r->find("powers of two"), std::string::npos);
+    // The cuBLAS-class tile is kept.
+    EXPECT_FALSE(unsupported_reason(make_spec(config(128, 256, 64, 3, 8), p), kH100).has_value());
+}
+
+TEST(CudaKernelSpec, DefaultSpaceOnH100) {
+    // Of Inductor's 20 configs only (128,128,128,4,8) overflows shared memory in 16-bit:
+    // 256 · 128 · 4 · 2 = 262144 bytes.
+    const auto p = problem(1, 4096, 4096, 4096, "float16");
+    int pruned = 0;
+    for (const auto& c : default_configs())
+        if (unsupported_reason(make_spec(c, p), kH100)) ++pruned;
+    EXPECT_EQ(pruned, 1);
+}
+
+TEST(CudaKernelSpec, AlignmentFromStrides) {
+    // Row-major everything, all sizes multiples of 8: 16-byte loads, paired stores.
+    auto a = alignment_for(problem(1, 4096, 4096, 4096, "float16"));
+    EXPECT_EQ(a.vec_a, 8);
+    EXPECT_EQ(a.vec_b, 8);
+    EXPECT_EQ(a.vec_c, 2);
+    // Odd K: A's rows (K contiguous) start anywhere; B's rows are N = 4096 long.
+    a = alignment_for(problem(1, 64, 4096, 1001, "bfloat16"));
+    EXPECT_EQ(a.vec_a, 1);
+    EXPECT_EQ(a.vec_b, 8);
+    // tn: A is stored K x M, M = 100 contiguous -> 4 elements; B row-major with odd N = 33
+    // -> single elements, single stores.
+    a = alignment_for(problem(1, 100, 33, 64, "float16", "mm", "tn"));
+    EXPECT_EQ(a.vec_a, 4);
+    EXPECT_EQ(a.vec_b, 1);
+    EXPECT_EQ(a.vec_c, 1);
+    // nt: B is stored N x K, K = 64 contiguous -> 8 elements.
+    a = alignment_for(problem(1, 100, 33, 64, "float16", "mm", "nt"));
+    EXPECT_EQ(a.vec_b, 8);
+    // float32: 16 bytes are 4 elements.
+    a = alignment_for(problem(1, 64, 64, 64, "float32"));
+    EXPECT_EQ(a.vec_a, 4);
+    // bmm: the batch stride must keep the alignment too (M·K = 3·6 = 18 -> 2).
+    a = alignment_for(problem(2, 3, 8, 6, "float16", "bmm", "nn"));
+    EXPECT_EQ(a.vec_a, 2);
+}
+
+TEST(CudaKernelSpec, KeyAndPreludeCoverEveryParameter) {
+    const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
+    auto c = config(128, 128, 32, 3, 4);
+    const auto base = make_spec(c, p);
+    EXPECT_NE(kernel_prelude(base).find("#define MMT_BLOCK_M 128\n"), std::string::npos);
+    EXPECT_NE(kernel_prelude(base).find("#define MMT_DTYPE 1\n"), std::string::npos);
+    c.even_k = true;
+    EXPECT_NE(spec_key(make_spec(c, p)), spec_key(base));
+    EXPECT_NE(spec_key(make_spec(config(128, 128, 32, 3, 4), problem(1, 4096, 4096, 4095, "bfloat16"))),
+              spec_key(base));
+    EXPECT_NE(spec_key(make_spec(config(128, 128, 32, 3, 4), problem(1, 4096, 4096, 4096, "float16"))),
+              spec_key(base));
+    EXPECT_NE(spec_key(make_spec(config(128, 128, 32, 3, 4), problem(1, 4096, 4096, 4096, "bfloat16", "addmm"))),
+              spec_key(base));
+    EXPECT_NE(spec_key(make_spec(config(128, 128, 32, 3, 4), problem(1, 4096, 4096, 4096, "bfloat16", "mm", "nt"))),
+              spec_key(base));
+    EXPECT_EQ(spec_name(base), "bf16_mm_nn_128x128x32_g8_s3_w4_v8.8.2");
+}
+
+}  // namespace
+}  // namespace mmt::collect::cuda

@@ -1,0 +1,147 @@
+// NVRTC compiles the embedded kernel template to PTX for sm_80 and sm_90 with no GPU:
+// every DEFAULT config and a sample of EXHAUSTIVE ones, across every dtype, op and layout.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "cuda/kernel_source.hpp"
+#include "cuda/kernel_spec.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "matmul_toolkit/collect/config_space.hpp"
+
+namespace mmt::collect::cuda {
+namespace {
+
+struct Variant {
+    std::string dtype;
+    bool tf32;
+    std::string op;
+    std::string layout;
+    std::string arch;
+};
+
+std::vector<Variant> all_variants() {
+    std::vector<Variant> v;
+    for (const std::string arch : {"compute_80", "compute_90"})
+        for (const auto& [dtype, tf32] : std::vector<std::pair<std::string, bool>>{
+                 {"float16", false}, {"bfloat16", false}, {"float32", false}, {"float32", true}})
+            for (const std::string op : {"mm", "addmm", "bmm"})
+                for (const std::string layout : {"nn", "nt", "tn", "tt"}) v.push_back({dtype, tf32, op, layout, arch});
+    return v;
+}
+
+// The problem each variant compiles for: aligned sizes for even indices, odd sizes
+// (single-element loads, K masks) for odd ones, so both load paths are compiled.
+Problem problem_for(const Variant& v, std::size_t index) {
+    Problem p;
+    p.op = v.op;
+    p.layout = v.layout;
+    const std::int64_t B = v.op == "bmm" ? 3 : 1;
+    p.shape = index % 2 == 0 ? core::make_shape(B, 512, 512, 512, v.dtype) : core::make_shape(B, 333, 257, 391, v.dtype);
+    return p;
+}
+
+TEST(CudaNvrtcCompiler, HashIsFnv1a64) {
+    EXPECT_EQ(hash_hex(""), "cbf29ce484222325");
+    EXPECT_EQ(hash_hex("a"), "af63dc4c8601ec8c");
+}
+
+TEST(CudaNvrtcCompiler, ReportsCompileErrorsWithoutThrowing) {
+    const CompileResult r = compile_kernel("#define MMT_BLOCK_M 64\n", gemm_kernel_source(), "compute_80");
+    EXPECT_FALSE(r.ok);
+    EXPECT_FALSE(r.log.empty());
+}
+
+TEST(CudaNvrtcCompiler, CompilesDefaultAndSampledExhaustiveConfigsToPtx) {
+    const auto variants = all_variants();
+    const auto defaults = default_configs();
+    auto exhaustive = exhaustive_configs();
+    const DeviceLimits h100{232448, 255};
+
+    // Jobs: every DEFAULT config once per arch, and every 60th EXHAUSTIVE config; job j
+    // takes variant (j * 7) % 96, so the dtypes, ops, layouts and archs all recur (the
+    // asserts below check it) while the whole test stays near 70 compilations.
+    struct Job {
+        KernelSpec spec;
+        std::string arch;
+    };
+    std::vector<Job> jobs;
+    std::set<std::string> seen_dtypes, seen_ops, seen_layouts, seen_archs;
+    std::size_t next_job = 0;
+    const auto add = [&](core::GemmConfig c, const std::string* arch) {
+        const std::size_t j = next_job++;
+        const Variant& v = variants[(j * 7) % variants.size()];
+        const Problem p = problem_for(v, j / 3);
+        c.allow_tf32 = v.tf32;
+        c.even_k = p.shape.K % c.block_k == 0;
+        const KernelSpec spec = make_spec(c, p);
+        if (unsupported_reason(spec, h100)) return;
+        jobs.push_back({spec, arch ? *arch : v.arch});
+        seen_dtypes.insert(v.dtype + (v.tf32 ? "+tf32" : ""));
+        seen_ops.insert(v.op);
+        seen_layouts.insert(v.layout);
+        seen_archs.insert(jobs.back().arch);
+    };
+    for (const std::string arch : {"compute_80", "compute_90"})
+        for (const auto& c : defaults) add(c, &arch);
+    for (std::size_t i = 0; i < exhaustive.size(); i += 60) add(exhaustive[i], nullptr);
+    ASSERT_EQ(seen_dtypes.size(), 4u);
+    ASSERT_EQ(seen_ops.size(), 3u);
+    ASSERT_EQ(seen_layouts.size(), 4u);
+    ASSERT_EQ(seen_archs.size(), 2u);
+
+    std::atomic<std::size_t> next{0};
+    std::mutex mutex;
+    std::vector<std::string> failures;
+    const auto worker = [&] {
+        for (std::size_t i = next++; i < jobs.size(); i = next++) {
+            const auto& job = jobs[i];
+            const CompileResult r = compile_kernel(kernel_prelude(job.spec), gemm_kernel_source(), job.arch);
+            const bool has_entry = r.image.find(".entry mmt_gemm") != std::string::npos;
+            if (!r.ok || !has_entry) {
+                std::lock_guard<std::mutex> lock(mutex);
+                failures.push_back(spec_name(job.spec) + " " + job.arch + ": " + r.log.substr(0, 2000));
+            }
+        }
+    };
+    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+    EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];
+    EXPECT_GE(jobs.size(), 50u);
+}
+
+TEST(CudaNvrtcCompiler, TensorCorePathsUseMmaAndLdmatrix) {
+    core::GemmConfig c;
+    c.block_m = 128;
+    c.block_n = 128;
+    c.block_k = 32;
+    c.num_stages = 3;
+    c.num_warps = 4;
+    Problem p;
+    p.shape = core::make_shape(1, 512, 512, 512, "bfloat16");
+    const CompileResult bf16 = compile_kernel(kernel_prelude(make_spec(c, p)), gemm_kernel_source(), "compute_90");
+    ASSERT_TRUE(bf16.ok) << bf16.log;
+    EXPECT_NE(bf16.image.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
+    EXPECT_NE(bf16.image.find("ldmatrix.sync.aligned.m8n8.x4"), std::string::npos);
+    EXPECT_NE(bf16.image.find("cp.async.cg.shared.global"), std::string::npos);
+    p.shape = core::make_shape(1, 512, 512, 512, "float32");
+    c.allow_tf32 = true;
+    const CompileResult tf32 = compile_kernel(kernel_prelude(make_spec(c, p)), gemm_kernel_source(), "compute_80");
+    ASSERT_TRUE(tf32.ok) << tf32.log;
+    EXPECT_NE(tf32.image.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+    c.allow_tf32 = false;
+    const CompileResult fma = compile_kernel(kernel_prelude(make_spec(c, p)), gemm_kernel_source(), "compute_80");
+    ASSERT_TRUE(fma.ok) << fma.log;
+    EXPECT_EQ(fma.image.find("mma.sync"), std::string::npos);
+    EXPECT_NE(fma.image.find("fma.rn.f32"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mmt::collect::cuda
