@@ -121,8 +121,10 @@ std::vector<core::GemmConfig> specialize_configs(const std::vector<core::GemmCon
 core::GemmConfig reference_config(const Problem& problem) {
     core::GemmConfig config;
     config.name = "aten_" + problem.op;
-    config.block_m = config.block_n = config.block_k = 0;
-    config.group_m = config.num_stages = config.num_warps = 0;
+    // No tiles: every tile field gets 1, the least dataset readers accept and a value no
+    // Triton config has.
+    config.block_m = config.block_n = config.block_k = 1;
+    config.group_m = config.num_stages = config.num_warps = 1;
     config.acc_type = core::acc_type_for(problem.dtype());
     return config;
 }

@@ -52,7 +52,7 @@ std::vector<core::GemmConfig> specialize_configs(const std::vector<core::GemmCon
                                                  const Problem& problem, bool allow_tf32);
 
 /// The vendor-library entry of a problem, named as Inductor's extern choice
-/// ("aten_mm", "aten_addmm", "aten_bmm"); its tile fields are 0 since it has no tiles.
+/// ("aten_mm", "aten_addmm", "aten_bmm"); it has no tiles, so its tile fields are all 1.
 core::GemmConfig reference_config(const Problem& problem);
 /// True for entries reference_config() makes (name starts with "aten_").
 bool is_reference_config(const core::GemmConfig& config);

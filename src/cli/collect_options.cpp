@@ -1,0 +1,138 @@
+// Options shared by the collection subcommands and the run they share.
+
+#include "collect_options.hpp"
+
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "matmul_toolkit/collect/backend_factory.hpp"
+#include "matmul_toolkit/collect/interrupt.hpp"
+#include "matmul_toolkit/core/dataset_stats.hpp"
+
+namespace mmt::cli {
+
+void add_problem_options(CLI::App& cmd, CollectCliOptions& o) {
+    cmd.add_option("--num-shapes", o.num_shapes, "Number of distinct problems to draw")
+        ->capture_default_str();
+    cmd.add_option("--min-size", o.min_size, "Smallest M, N and K")->capture_default_str();
+    cmd.add_option("--max-size", o.max_size, "Largest M, N and K (default: 4096 on CUDA, 512 on CPU)");
+    cmd.add_flag("--power-of-two", o.power_of_two, "Only powers of two");
+    cmd.add_flag("--no-rectangular", o.no_rectangular, "Only square problems (M = N = K)");
+    cmd.add_flag("--no-odd-sizes", o.no_odd_sizes, "Only even sizes (odd draws are rounded to even)");
+    cmd.add_flag("--log-normal", o.log_normal,
+                 "Draw sizes log-normally (torch-diode's fit to real models), clamped to the size range");
+    auto& p = o.log_normal_params;
+    cmd.add_option("--log-normal-m-mean", p.m.mean, "Log-normal mean of M")->capture_default_str();
+    cmd.add_option("--log-normal-m-std", p.m.std, "Log-normal std of M")->capture_default_str();
+    cmd.add_option("--log-normal-n-mean", p.n.mean, "Log-normal mean of N")->capture_default_str();
+    cmd.add_option("--log-normal-n-std", p.n.std, "Log-normal std of N")->capture_default_str();
+    cmd.add_option("--log-normal-k-mean", p.k.mean, "Log-normal mean of K")->capture_default_str();
+    cmd.add_option("--log-normal-k-std", p.k.std, "Log-normal std of K")->capture_default_str();
+    cmd.add_option("--ops", o.ops, "Operations; each problem draws one (mm, addmm, bmm)")
+        ->capture_default_str();
+    cmd.add_option("--dtypes", o.dtypes,
+                   "Dtypes; each problem draws one (default: float16 bfloat16 on CUDA, float32 on CPU)");
+    cmd.add_option("--layouts", o.layouts,
+                   "Operand layouts; each problem draws one (nn, nt, tn, tt: t = column-major operand)")
+        ->capture_default_str();
+    cmd.add_option("--batch-sizes", o.batch_sizes, "Batch sizes bmm problems draw from")
+        ->capture_default_str();
+}
+
+void add_shapeset_options(CLI::App& cmd, CollectCliOptions& o, bool required, bool with_dtypes) {
+    auto* shapeset = cmd.add_option("--shapeset", o.shapeset,
+                                    "Shapeset file ({\"operations\": {OP: {\"shapes\": [...]}}}) to collect");
+    if (required) shapeset->required();
+    cmd.add_option("--operations", o.operations, "Operations of the shapeset to collect")
+        ->capture_default_str();
+    if (with_dtypes) {
+        cmd.add_option("--dtypes", o.dtypes,
+                       "Collect every shape in each of these dtypes instead of its own");
+    }
+}
+
+void add_measurement_options(CLI::App& cmd, CollectCliOptions& o) {
+    cmd.add_option("--output", o.output,
+                   "Dataset file (.json or .msgpack; without an extension --format decides)")
+        ->capture_default_str();
+    cmd.add_option("--search-space", o.search_space,
+                   "DEFAULT (Inductor's 20 mm configs) or EXHAUSTIVE (1875-config grid)")
+        ->capture_default_str();
+    cmd.add_option("--search-mode", o.search_mode,
+                   "torch.compile mode recorded with the data (max-autotune, default, ...)")
+        ->capture_default_str();
+    cmd.add_option("--configs", o.configs,
+                   "Solution file: time exactly its configs instead of a search space");
+    cmd.add_flag("--allow-tf32", o.allow_tf32, "Set ALLOW_TF32 on float32 problems");
+    cmd.add_flag("--no-reference", o.no_reference,
+                 "Skip the vendor-library entry (aten_mm / aten_addmm / aten_bmm) per problem");
+    cmd.add_option("--warmup", o.warmup, "Untimed runs per config (default: the backend's)");
+    cmd.add_option("--repeat", o.repeat, "Timed runs per config; the median is recorded (default: the backend's)");
+    cmd.add_option("--chunk-size", o.chunk_size,
+                   "Write every N problems to OUTPUT_1, OUTPUT_2, ... (resumable)");
+    cmd.add_option("--diode-layout", o.diode_layout, "torch-diode dataset layout to write")
+        ->check(CLI::IsMember({"current", "legacy"}))
+        ->capture_default_str();
+    cmd.add_option("--trace-dir", o.trace_dir,
+                   "Write a Chrome trace (Perfetto, chrome://tracing) per problem here");
+    cmd.add_flag("--quiet", o.quiet, "No progress output");
+}
+
+collect::CollectOptions to_collect_options(const CollectCliOptions& o, const GlobalOptions& global) {
+    collect::CollectOptions c;
+    auto& g = c.generator;
+    g.num_shapes = o.num_shapes;
+    g.sizes.min_size = o.min_size;
+    g.sizes.power_of_two = o.power_of_two;
+    g.sizes.no_rectangular = o.no_rectangular;
+    g.sizes.no_odd_sizes = o.no_odd_sizes;
+    g.sizes.log_normal = o.log_normal;
+    g.sizes.m = o.log_normal_params.m;
+    g.sizes.n = o.log_normal_params.n;
+    g.sizes.k = o.log_normal_params.k;
+    g.ops = o.ops;
+    g.dtypes = o.dtypes;
+    g.layouts = o.layouts;
+    g.batch_sizes = o.batch_sizes;
+    c.max_size = o.max_size;
+    c.shapeset = o.shapeset;
+    c.shapeset_operations = o.operations;
+    c.shapeset_dtypes = o.dtypes;
+    c.search_space = collect::parse_search_space(o.search_space);
+    c.configs_file = o.configs;
+    c.search_mode = o.search_mode;
+    c.allow_tf32 = o.allow_tf32;
+    c.time_reference = !o.no_reference;
+    c.warmup = o.warmup;
+    c.repeat = o.repeat;
+    c.seed = global.seed + o.seed_offset;
+    c.output = o.output;
+    c.format = global.format;
+    c.chunk_size = o.chunk_size;
+    c.layout = core::parse_diode_layout(o.diode_layout);
+    c.trace_dir = o.trace_dir;
+    return c;
+}
+
+int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global) {
+    const auto options = to_collect_options(o, global);
+    const auto backend = collect::make_backend(resolved_device(global));
+    spdlog::info("measuring on {} ({})", backend->hardware_name(), backend->name());
+
+    collect::InterruptHandlerScope interrupt_handler;
+    const auto progress = collect::make_progress(o.quiet);
+    collect::CollectionSummary summary;
+    try {
+        summary = collect::run_collection(options, *backend, progress.get());
+    } catch (const collect::CollectionInterrupted& e) {
+        std::cout << collect::format_summary(e.summary());
+        throw;
+    }
+    const std::string source = summary.files.empty() ? std::string("(in memory)") : summary.files.front().string();
+    std::cout << core::format_stats_text(core::compute_stats(summary.dataset), source);
+    std::cout << collect::format_summary(summary);
+    return core::kExitOk;
+}
+
+}  // namespace mmt::cli
