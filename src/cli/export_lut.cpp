@@ -1,0 +1,168 @@
+// `export-lut`: the model's top-K configs for every problem of a shapeset or a dataset,
+// written as a PyTorch Inductor lookup table or a torch-diode Table.
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "command.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/features.hpp"
+#include "matmul_toolkit/model/lut_export.hpp"
+#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/problems.hpp"
+#include "matmul_toolkit/model/recommend.hpp"
+
+namespace mmt::cli {
+namespace {
+
+struct ExportLutOptions {
+    std::string model;
+    std::string shapeset;
+    std::string dataset;
+    std::size_t top_k = 0;
+    std::string output;
+    std::string lut_format = "inductor";
+    std::string search_space = "DEFAULT";
+    bool allow_tf32 = false;
+    bool no_prune = false;
+    std::string hardware_name;
+    std::string op_name;
+    std::vector<std::string> file_extensions{"json", "msgpack"};
+    bool force = false;
+    bool with_device_key = false;
+    std::string device_key;
+
+    void add_to(CLI::App& cmd) {
+        cmd.add_option("--model", model, "Trained model checkpoint (.pt)")->required();
+        auto* s = cmd.add_option("--shapeset", shapeset,
+                                 "Shapeset file: rank the --search-space configs for each shape");
+        auto* d = cmd.add_option("--dataset", dataset,
+                                 "Dataset file or directory: rank each problem's measured configs");
+        s->excludes(d);
+        cmd.add_option("--top-k", top_k, "Configs kept per problem, best predicted first")->required();
+        cmd.add_option("--output", output, "Lookup table to write (.json)")->required();
+        cmd.add_option("--lut-format", lut_format,
+                       "inductor (torch._inductor lookup table) or diode (torch-diode Table)")
+            ->capture_default_str();
+        cmd.add_option("--search-space", search_space, "With --shapeset: DEFAULT or EXHAUSTIVE")
+            ->capture_default_str();
+        cmd.add_flag("--allow-tf32", allow_tf32, "With --shapeset: set ALLOW_TF32 on float32 problems");
+        cmd.add_flag("--no-prune", no_prune,
+                     "With --shapeset: keep configs this machine's backend for the model's "
+                     "hardware would prune");
+        cmd.add_option("--hardware-name", hardware_name, "With --dataset: only this hardware");
+        cmd.add_option("--op-name", op_name, "With --dataset: only this operation");
+        cmd.add_option("--file-extensions", file_extensions,
+                       "Extensions of the dataset files read from a directory")
+            ->capture_default_str();
+        cmd.add_flag("--force", force,
+                     "With --dataset: go on when it holds hardware the model was not trained on");
+        cmd.add_flag("--with-device-key", with_device_key,
+                     "Inductor keys start with the hardware name (device-specific keys); "
+                     "default: device-agnostic keys");
+        cmd.add_option("--device-key", device_key,
+                       "Inductor keys start with this device name (as torch reports it), "
+                       "e.g. \"NVIDIA H100 80GB HBM3\"");
+    }
+};
+
+std::optional<std::string> optional_filter(const std::string& value) {
+    if (value.empty()) return std::nullopt;
+    return value;
+}
+
+std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
+                                                  const GlobalOptions& global) {
+    auto backend = model::backend_for_model(info, resolved_device(global));
+    if (!backend) {
+        spdlog::info("keeping the whole space: the model's hardware '{}' is not this machine's", info.hardware_name);
+    }
+    return backend;
+}
+
+std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
+                                                const model::Predictor& predictor,
+                                                const GlobalOptions& global) {
+    const auto shapeset = core::load_shapeset(o.shapeset);
+    if (shapeset.num_shapes() == 0) throw core::InputError(o.shapeset, "the shapeset holds no shapes");
+    model::CandidateOptions candidates;
+    candidates.space = collect::parse_search_space(o.search_space);
+    candidates.allow_tf32 = o.allow_tf32;
+    std::unique_ptr<collect::Backend> backend;
+    if (!o.no_prune) backend = pruning_backend(predictor.info(), global);
+    candidates.backend = backend.get();
+
+    std::vector<model::RankedProblem> ranked;
+    for (const auto& entry : shapeset.operations) {
+        for (const auto& shape : entry.shapes) {
+            const auto configs = model::candidate_configs(entry.op, shape, candidates);
+            ranked.push_back({predictor.info().hardware_name, entry.op, shape,
+                              model::top_k_configs(predictor, entry.op, shape, configs, o.top_k)});
+        }
+    }
+    return ranked;
+}
+
+std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o,
+                                               const model::Predictor& predictor) {
+    const auto dataset = core::load_dataset_any(o.dataset, o.file_extensions)
+                             .filter(optional_filter(o.hardware_name), optional_filter(o.op_name));
+    if (dataset.num_problems() == 0) {
+        throw core::InputError(o.dataset, "no problems left after the --hardware-name / --op-name filters");
+    }
+    const auto warning = model::check_model_hardware(predictor.info(), dataset, o.model, o.force);
+    if (!warning.empty()) spdlog::warn("{}", warning);
+
+    std::vector<model::RankedProblem> ranked;
+    for (const auto& group : model::group_problems(dataset, o.dataset)) {
+        std::vector<core::GemmConfig> configs;
+        configs.reserve(group.timings.size());
+        for (const auto& timed : group.timings) configs.push_back(timed.config);
+        const int units = model::lookup_hardware(group.hardware).parallel_units;
+        ranked.push_back({group.hardware, group.op_key, group.shape,
+                          model::top_k_configs(predictor, group.op_key, group.shape, configs,
+                                               o.top_k, units)});
+    }
+    return ranked;
+}
+
+int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
+    if (o.shapeset.empty() == o.dataset.empty()) {
+        throw core::InputError("--shapeset", "give exactly one of --shapeset and --dataset");
+    }
+    if (o.top_k == 0) throw core::InputError("--top-k", "must be at least 1");
+    const auto format = model::parse_lut_format(o.lut_format);
+    model::InductorLutOptions lut;
+    lut.include_device = o.with_device_key || !o.device_key.empty();
+    lut.device_name = o.device_key;
+
+    const auto predictor = model::Predictor::load(o.model, resolved_device(global));
+    const auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor)
+                                           : rank_shapeset(o, predictor, global);
+    model::write_lookup_table(o.output, ranked, format, lut);
+
+    std::size_t entries = 0;
+    for (const auto& p : ranked) entries += p.configs.size();
+    std::cout << "wrote " << ranked.size() << " problems, " << entries << " configs ("
+              << o.lut_format << " lookup table) to " << o.output << "\n";
+    return core::kExitOk;
+}
+
+}  // namespace
+
+void register_export_lut(CLI::App& app, const GlobalOptions& global) {
+    auto options = std::make_shared<ExportLutOptions>();
+    auto* cmd = app.add_subcommand(
+        "export-lut", "Write the model's top-K configs for every problem of a shapeset or a "
+                      "dataset as a PyTorch Inductor lookup table or a torch-diode Table");
+    options->add_to(*cmd);
+    cmd->callback([options, &global] { exit_code() = run_export_lut(*options, global); });
+}
+
+}  // namespace mmt::cli
