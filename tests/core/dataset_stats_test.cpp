@@ -76,6 +76,8 @@ TEST(StatsLabels, DescribeShapesDtypesAndConfigs) {
     GemmConfig c;
     c.use_fast_accum = true;
     EXPECT_EQ(config_label(c), "64x64x32 g8 s2 w4 FAST_ACCUM");
+    c.name = "aten_bmm";
+    EXPECT_EQ(config_label(c), "aten_bmm");
 }
 
 TEST_F(DatasetStatsTest, FormatsATablePerOperation) {

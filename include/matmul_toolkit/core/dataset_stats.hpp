@@ -46,7 +46,8 @@ std::string dtype_label(const MMShape& shape);
 /// "B=1 M=32 N=32 K=32" (B omitted when 1).
 std::string shape_label(const MMShape& shape);
 
-/// "64x32x32 g8 s3 w4" plus any flags that differ from the defaults (EVEN_K, TF32, ...).
+/// "64x32x32 g8 s3 w4" plus any flags that differ from the defaults (EVEN_K, TF32, ...);
+/// a vendor-library entry ("aten_mm", ...) by its name alone.
 std::string config_label(const GemmConfig& config);
 
 /// Human-readable report, one section per hardware and operation; ends with a newline.
