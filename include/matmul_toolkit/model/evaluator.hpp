@@ -1,0 +1,72 @@
+#pragma once
+/// Model quality on a dataset: regression error in log space and on time, and ranking
+/// quality per problem (Spearman, top-k achieved fraction), per op and overall.
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/model/problems.hpp"
+
+namespace mmt::model {
+
+class Predictor;
+
+/// The k of the top-k achieved fractions.
+inline constexpr std::array<int, 3> kTopK{1, 5, 10};
+
+/// Metrics over a set of rows and the problems they belong to. A metric that is not
+/// defined for the data (R² with constant actual times, Spearman with one config per
+/// problem) is NaN, written as null in JSON.
+struct Metrics {
+    std::string op;  ///< op key, or "overall"
+    std::size_t problems = 0;
+    std::size_t rows = 0;
+    double mse_log = 0.0;   ///< mean squared error of ln(time ms)
+    double rmse_log = 0.0;
+    double exp_rmse = 0.0;  ///< typical multiplicative error factor
+    double r2 = 0.0;        ///< R² of ln(time ms)
+    double mape_percent = 0.0;  ///< mean |predicted − actual| / actual on time, in %
+    double spearman = 0.0;      ///< mean over problems with at least two configs
+    std::size_t spearman_problems = 0;
+    /// Geometric mean over problems of best time / best time among the model's top k.
+    std::array<double, kTopK.size()> top_k_achieved{};
+};
+
+/// One of the worst predictions (largest |ln predicted − ln actual|).
+struct WorstPrediction {
+    std::string hardware;
+    std::string op;
+    core::MMShape shape;
+    core::GemmConfig config;
+    double predicted_ms = 0.0;
+    double actual_ms = 0.0;
+    double ratio = 0.0;  ///< predicted / actual
+};
+
+struct EvaluationReport {
+    Metrics overall;
+    std::vector<Metrics> per_op;  ///< in order of first appearance
+    std::vector<WorstPrediction> worst;
+};
+
+/// Evaluates predictions given as ln(ms), one vector per problem, aligned with
+/// problems[i].timings. Throws core::Error when the shapes disagree.
+EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
+                                      const std::vector<std::vector<double>>& predicted_log_ms,
+                                      std::size_t top_n_worst = 10);
+
+/// Predicts every problem with the model (each row with its own hardware's SM count),
+/// then evaluates.
+EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<ProblemGroup>& problems,
+                                std::size_t top_n_worst = 10);
+
+/// The report as a JSON document (2-space indent).
+std::string report_to_json(const EvaluationReport& report);
+
+/// A readable table: one row per op and overall, then the worst predictions.
+std::string format_report(const EvaluationReport& report);
+
+}  // namespace mmt::model

@@ -1,0 +1,64 @@
+#pragma once
+/// The model's input features: one definition shared by training, validation and
+/// inference. A feature vector is the problem's features followed by the config's
+/// features (config fields and their interactions with the problem and the hardware).
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/core/types.hpp"
+
+namespace mmt::model {
+
+/// What the features need to know about the hardware a timing was taken on.
+struct HardwareInfo {
+    std::string name;
+    /// Units that run output tiles concurrently: SMs on a GPU, cores on a CPU.
+    int parallel_units = 1;
+    bool is_gpu = false;
+    /// Where parallel_units came from: the table entry that matched, or the CPU default.
+    std::string source;
+};
+
+/// Cores assumed for CPU datasets. A dataset does not record the core count of the
+/// machine that collected it, and the CPU backend times each kernel on one thread, so
+/// one core is the unit that runs tiles.
+inline constexpr int kCpuParallelUnits = 1;
+
+/// SM count by GPU name (H100 SXM 132, H100 PCIe 114, H200 132, A100 108, L40S 142,
+/// RTX 4090 128, ...); any name not in the table is treated as a CPU.
+HardwareInfo lookup_hardware(const std::string& hardware_name);
+
+/// Names of every feature, in vector order; checkpoints store them.
+const std::vector<std::string>& feature_names();
+std::size_t num_features();
+/// The first num_problem_features() entries depend only on the problem.
+std::size_t num_problem_features();
+std::size_t num_config_features();
+
+/// A problem's features computed once, so a batch of configs for one problem costs only
+/// the config part. Throws core::InputError on a non-positive size or an unknown op.
+class ProblemFeatures {
+public:
+    ProblemFeatures(const std::string& op_key, const core::MMShape& shape, int parallel_units);
+
+    /// Writes num_features() values for one config to `out`. Throws core::InputError
+    /// when a block size, group_m, num_stages or num_warps is not positive.
+    void write(const core::GemmConfig& config, float* out) const;
+
+    /// The problem part alone (num_problem_features() values).
+    const std::vector<float>& problem_part() const { return m_problem; }
+
+private:
+    std::vector<float> m_problem;
+    std::int64_t m_b, m_m, m_n, m_k;
+    int m_dtype_size;
+    int m_parallel_units;
+};
+
+/// All features of one (problem, config) pair.
+std::vector<float> compute_features(const std::string& op_key, const core::MMShape& shape,
+                                    const core::GemmConfig& config, int parallel_units);
+
+}  // namespace mmt::model

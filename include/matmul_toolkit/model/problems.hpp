@@ -1,0 +1,56 @@
+#pragma once
+/// From a Dataset to the unit the model learns from: one problem (hardware, op key,
+/// shape) with its timed configs, plus the seeded split of problems into train,
+/// validation and test sets (a problem's configs never appear in two sets).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/core/dataset.hpp"
+
+namespace mmt::model {
+
+/// One problem and its timed kernel configs.
+struct ProblemGroup {
+    std::string hardware;
+    std::string op_key;  ///< "mm", "addmm_nt", ... (the layout rides in the key)
+    core::MMShape shape;
+    /// Timed configs the model learns from and ranks (vendor-library entries excluded).
+    std::vector<core::TimedConfig> timings;
+    /// Fastest vendor-library time (`aten_*` entry) when the dataset has one.
+    std::optional<double> reference_ms;
+};
+
+/// True for the vendor-library entries (config name starting with "aten_"): they are
+/// not kernel configs the model can rank, so they are never training rows.
+bool is_reference_config(const core::GemmConfig& config);
+
+/// Groups a dataset by problem. Throws core::InputError naming `source` when a time is
+/// NaN, infinite or not positive, or an op key is unknown. Problems whose only entries
+/// are vendor-library entries are dropped.
+std::vector<ProblemGroup> group_problems(const core::Dataset& dataset, const std::string& source);
+
+/// Total timed configs over the groups.
+std::size_t count_rows(const std::vector<ProblemGroup>& problems);
+
+/// Indices of problems per split.
+struct ProblemSplit {
+    std::vector<std::size_t> train;
+    std::vector<std::size_t> validation;
+    std::vector<std::size_t> test;
+};
+
+/// Shuffles problem indices with `seed` and cuts them: validation and test get
+/// round(fraction · n) problems each, at least one; train gets the rest. Throws
+/// core::InputError when fewer than three problems exist or train would be empty.
+ProblemSplit split_by_problem(std::size_t num_problems, double validation_fraction,
+                              double test_fraction, std::uint64_t seed);
+
+/// The problems at `indices`, in that order.
+std::vector<ProblemGroup> select_problems(const std::vector<ProblemGroup>& problems,
+                                          const std::vector<std::size_t>& indices);
+
+}  // namespace mmt::model

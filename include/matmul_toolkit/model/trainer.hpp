@@ -1,0 +1,77 @@
+#pragma once
+/// Training: split a dataset by problem, standardise features with training-split
+/// statistics, fit the network with Adam and early stopping, evaluate on the test split.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/model/evaluator.hpp"
+#include "matmul_toolkit/model/model_spec.hpp"
+#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/problems.hpp"
+
+namespace mmt::model {
+
+/// One epoch's numbers (losses are MSE of log(time ms)).
+struct EpochStats {
+    int epoch = 0;  ///< 1-based
+    double train_loss = 0.0;
+    double validation_loss = 0.0;
+    double seconds = 0.0;          ///< wall time of the epoch (training + validation pass)
+    double rows_per_second = 0.0;  ///< training rows processed per second of the training pass
+    bool improved = false;         ///< validation loss is the best so far
+};
+
+struct TrainOptions {
+    ModelSpec model;
+    double learning_rate = 1e-3;
+    double weight_decay = 1e-5;
+    int batch_size = 64;
+    int num_epochs = 100;
+    int patience = 10;  ///< epochs without validation improvement before stopping
+    double validation_fraction = 0.15;
+    double test_fraction = 0.15;
+    std::string device = "cpu";  ///< "cpu" | "cuda"
+    std::uint64_t seed = 42;
+    /// Called after every epoch (progress lines).
+    std::function<void(const EpochStats&)> on_epoch;
+    /// Polled between batches; returning true ends training early (Ctrl-C) with the best
+    /// weights restored.
+    std::function<bool()> stop_requested;
+    /// Worst predictions kept in the test report.
+    std::size_t top_n_worst = 10;
+};
+
+struct TrainResult {
+    Predictor model;  ///< best weights, ready to predict and save
+    std::vector<EpochStats> history;
+    int best_epoch = 0;
+    double best_validation_loss = 0.0;
+    bool stopped_early = false;  ///< patience ran out
+    bool interrupted = false;    ///< stop_requested returned true
+    ProblemSplit split;
+    std::size_t train_rows = 0;
+    std::size_t validation_rows = 0;
+    std::size_t test_rows = 0;
+    EvaluationReport test_report;
+};
+
+/// "cuda" when LibTorch sees a CUDA device, else "cpu".
+std::string default_training_device();
+
+/// Throws core::InputError("--device", ...) when the device can't be used for training.
+void check_training_device(const std::string& device);
+
+/// Trains on already grouped problems (every problem keeps its configs in one split).
+/// Throws core::InputError on too few problems or bad options.
+TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options);
+
+/// Groups the dataset (`source` names it in errors), then trains.
+TrainResult train_model(const core::Dataset& dataset, const std::string& source,
+                        const TrainOptions& options);
+
+}  // namespace mmt::model

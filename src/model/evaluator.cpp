@@ -1,0 +1,297 @@
+#include "matmul_toolkit/model/evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/features.hpp"
+#include "matmul_toolkit/model/predictor.hpp"
+#include "report_json.hpp"
+
+namespace mmt::model {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// Ranks starting at 1; tied values share the mean of their ranks.
+std::vector<double> average_ranks(const std::vector<double>& values) {
+    std::vector<std::size_t> order(values.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return values[a] < values[b]; });
+    std::vector<double> ranks(values.size());
+    for (std::size_t i = 0; i < order.size();) {
+        std::size_t j = i;
+        while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]]) ++j;
+        const double rank = (static_cast<double>(i) + static_cast<double>(j)) / 2.0 + 1.0;
+        for (std::size_t k = i; k <= j; ++k) ranks[order[k]] = rank;
+        i = j + 1;
+    }
+    return ranks;
+}
+
+/// Pearson correlation of the average ranks; NaN when either side is constant.
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+    const auto ra = average_ranks(a), rb = average_ranks(b);
+    const double n = static_cast<double>(ra.size());
+    const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
+    const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+    double cov = 0, va = 0, vb = 0;
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+        cov += (ra[i] - ma) * (rb[i] - mb);
+        va += (ra[i] - ma) * (ra[i] - ma);
+        vb += (rb[i] - mb) * (rb[i] - mb);
+    }
+    if (va <= 0.0 || vb <= 0.0) return kNaN;
+    return cov / std::sqrt(va * vb);
+}
+
+/// Accumulates the metrics of one group (an op, or everything).
+struct Accumulator {
+    std::size_t problems = 0;
+    std::vector<double> actual_log;
+    std::vector<double> predicted_log;
+    double spearman_sum = 0.0;
+    std::size_t spearman_count = 0;
+    std::array<double, kTopK.size()> log_fraction_sum{};
+
+    void add_problem(const std::vector<double>& actual, const std::vector<double>& predicted) {
+        ++problems;
+        actual_log.insert(actual_log.end(), actual.begin(), actual.end());
+        predicted_log.insert(predicted_log.end(), predicted.begin(), predicted.end());
+        if (actual.size() >= 2) {
+            const double rho = spearman(predicted, actual);
+            if (!std::isnan(rho)) {
+                spearman_sum += rho;
+                ++spearman_count;
+            }
+        }
+        std::vector<std::size_t> order(predicted.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return predicted[a] < predicted[b]; });
+        const double best = *std::min_element(actual.begin(), actual.end());
+        for (std::size_t k = 0; k < kTopK.size(); ++k) {
+            const std::size_t take = std::min<std::size_t>(static_cast<std::size_t>(kTopK[k]), order.size());
+            double best_of_top = std::numeric_limits<double>::infinity();
+            for (std::size_t i = 0; i < take; ++i) best_of_top = std::min(best_of_top, actual[order[i]]);
+            // In log space: ln(best / best_of_top) = best − best_of_top.
+            log_fraction_sum[k] += best - best_of_top;
+        }
+    }
+
+    Metrics finish(const std::string& op) const {
+        Metrics m;
+        m.op = op;
+        m.problems = problems;
+        m.rows = actual_log.size();
+        if (m.rows == 0) {
+            m.mse_log = m.rmse_log = m.exp_rmse = m.r2 = m.mape_percent = m.spearman = kNaN;
+            m.top_k_achieved.fill(kNaN);
+            return m;
+        }
+        const double n = static_cast<double>(m.rows);
+        const double mean = std::accumulate(actual_log.begin(), actual_log.end(), 0.0) / n;
+        double ss_res = 0, ss_tot = 0, ape = 0;
+        for (std::size_t i = 0; i < m.rows; ++i) {
+            const double err = predicted_log[i] - actual_log[i];
+            ss_res += err * err;
+            ss_tot += (actual_log[i] - mean) * (actual_log[i] - mean);
+            ape += std::abs(std::exp(predicted_log[i]) - std::exp(actual_log[i])) / std::exp(actual_log[i]);
+        }
+        m.mse_log = ss_res / n;
+        m.rmse_log = std::sqrt(m.mse_log);
+        m.exp_rmse = std::exp(m.rmse_log);
+        m.r2 = ss_tot > 0.0 ? 1.0 - ss_res / ss_tot : kNaN;
+        m.mape_percent = 100.0 * ape / n;
+        m.spearman_problems = spearman_count;
+        m.spearman = spearman_count ? spearman_sum / static_cast<double>(spearman_count) : kNaN;
+        for (std::size_t k = 0; k < kTopK.size(); ++k) {
+            m.top_k_achieved[k] = std::exp(log_fraction_sum[k] / static_cast<double>(problems));
+        }
+        return m;
+    }
+};
+
+nlohmann::json number(double value) {
+    if (std::isfinite(value)) return value;
+    return nullptr;
+}
+
+nlohmann::json metrics_json(const Metrics& m) {
+    nlohmann::json j;
+    j["op"] = m.op;
+    j["problems"] = m.problems;
+    j["rows"] = m.rows;
+    j["mse_log"] = number(m.mse_log);
+    j["rmse_log"] = number(m.rmse_log);
+    j["exp_rmse"] = number(m.exp_rmse);
+    j["r2"] = number(m.r2);
+    j["mape_percent"] = number(m.mape_percent);
+    j["spearman"] = number(m.spearman);
+    j["spearman_problems"] = m.spearman_problems;
+    nlohmann::json top = nlohmann::json::object();
+    for (std::size_t k = 0; k < kTopK.size(); ++k) top[std::to_string(kTopK[k])] = number(m.top_k_achieved[k]);
+    j["top_k_achieved_fraction"] = top;
+    return j;
+}
+
+std::string fmt(double value, const char* format = "%.4f") {
+    if (!std::isfinite(value)) return "n/a";
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), format, value);
+    return buffer;
+}
+
+std::string config_summary(const core::GemmConfig& c) {
+    std::ostringstream out;
+    out << c.block_m << "x" << c.block_n << "x" << c.block_k << " g" << c.group_m << " s" << c.num_stages
+        << " w" << c.num_warps;
+    return out.str();
+}
+
+}  // namespace
+
+EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
+                                      const std::vector<std::vector<double>>& predicted_log_ms,
+                                      std::size_t top_n_worst) {
+    if (predicted_log_ms.size() != problems.size()) {
+        throw core::Error("evaluation", "predictions for " + std::to_string(predicted_log_ms.size()) +
+                                            " problems, expected " + std::to_string(problems.size()));
+    }
+    Accumulator overall;
+    std::vector<std::string> op_order;
+    std::map<std::string, Accumulator> per_op;
+    struct Candidate {
+        double error;
+        std::size_t problem;
+        std::size_t row;
+    };
+    std::vector<Candidate> candidates;
+
+    for (std::size_t p = 0; p < problems.size(); ++p) {
+        const auto& problem = problems[p];
+        const auto& predicted = predicted_log_ms[p];
+        if (predicted.size() != problem.timings.size()) {
+            throw core::Error("evaluation", "prediction count does not match the configs of a problem");
+        }
+        std::vector<double> actual(problem.timings.size());
+        for (std::size_t i = 0; i < actual.size(); ++i) {
+            actual[i] = std::log(problem.timings[i].time_ms);
+            candidates.push_back({std::abs(predicted[i] - actual[i]), p, i});
+        }
+        if (actual.empty()) continue;
+        overall.add_problem(actual, predicted);
+        if (!per_op.count(problem.op_key)) op_order.push_back(problem.op_key);
+        per_op[problem.op_key].add_problem(actual, predicted);
+    }
+
+    EvaluationReport report;
+    report.overall = overall.finish("overall");
+    for (const auto& op : op_order) report.per_op.push_back(per_op[op].finish(op));
+
+    const std::size_t keep = std::min(top_n_worst, candidates.size());
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
+                      [](const Candidate& a, const Candidate& b) { return a.error > b.error; });
+    for (std::size_t i = 0; i < keep; ++i) {
+        const auto& c = candidates[i];
+        const auto& problem = problems[c.problem];
+        WorstPrediction w;
+        w.hardware = problem.hardware;
+        w.op = problem.op_key;
+        w.shape = problem.shape;
+        w.config = problem.timings[c.row].config;
+        w.actual_ms = problem.timings[c.row].time_ms;
+        w.predicted_ms = std::exp(predicted_log_ms[c.problem][c.row]);
+        w.ratio = w.predicted_ms / w.actual_ms;
+        report.worst.push_back(w);
+    }
+    return report;
+}
+
+EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<ProblemGroup>& problems,
+                                std::size_t top_n_worst) {
+    std::map<std::string, int> units;
+    std::vector<std::vector<double>> predicted;
+    predicted.reserve(problems.size());
+    for (const auto& problem : problems) {
+        auto it = units.find(problem.hardware);
+        if (it == units.end()) it = units.emplace(problem.hardware, lookup_hardware(problem.hardware).parallel_units).first;
+        std::vector<core::GemmConfig> configs;
+        configs.reserve(problem.timings.size());
+        for (const auto& t : problem.timings) configs.push_back(t.config);
+        predicted.push_back(predictor.predict_log_ms(problem.op_key, problem.shape, configs, it->second));
+    }
+    return evaluate_predictions(problems, predicted, top_n_worst);
+}
+
+nlohmann::json report_json(const EvaluationReport& report) {
+    nlohmann::json j;
+    j["overall"] = metrics_json(report.overall);
+    j["per_op"] = nlohmann::json::array();
+    for (const auto& m : report.per_op) j["per_op"].push_back(metrics_json(m));
+    j["worst_predictions"] = nlohmann::json::array();
+    for (const auto& w : report.worst) {
+        nlohmann::json item;
+        item["hardware"] = w.hardware;
+        item["op"] = w.op;
+        item["B"] = w.shape.B;
+        item["M"] = w.shape.M;
+        item["N"] = w.shape.N;
+        item["K"] = w.shape.K;
+        item["dtype"] = w.shape.M_dtype;
+        item["config"] = {{"name", w.config.name},       {"block_m", w.config.block_m},
+                          {"block_n", w.config.block_n}, {"block_k", w.config.block_k},
+                          {"group_m", w.config.group_m}, {"num_stages", w.config.num_stages},
+                          {"num_warps", w.config.num_warps}};
+        item["predicted_ms"] = w.predicted_ms;
+        item["actual_ms"] = w.actual_ms;
+        item["ratio"] = w.ratio;
+        j["worst_predictions"].push_back(item);
+    }
+    return j;
+}
+
+std::string report_to_json(const EvaluationReport& report) { return report_json(report).dump(2) + "\n"; }
+
+std::string format_report(const EvaluationReport& report) {
+    std::ostringstream out;
+    char line[512];
+    std::snprintf(line, sizeof(line), "%-12s %8s %8s %9s %9s %9s %8s %9s %9s %8s %8s %8s\n", "op",
+                  "problems", "rows", "mse_log", "rmse_log", "exp_rmse", "r2", "mape_%", "spearman",
+                  "top1", "top5", "top10");
+    out << line;
+    auto row = [&](const Metrics& m) {
+        std::snprintf(line, sizeof(line), "%-12s %8zu %8zu %9s %9s %9s %8s %9s %9s %8s %8s %8s\n",
+                      m.op.c_str(), m.problems, m.rows, fmt(m.mse_log).c_str(), fmt(m.rmse_log).c_str(),
+                      fmt(m.exp_rmse, "%.3f").c_str(), fmt(m.r2, "%.3f").c_str(),
+                      fmt(m.mape_percent, "%.1f").c_str(), fmt(m.spearman, "%.3f").c_str(),
+                      fmt(m.top_k_achieved[0], "%.3f").c_str(), fmt(m.top_k_achieved[1], "%.3f").c_str(),
+                      fmt(m.top_k_achieved[2], "%.3f").c_str());
+        out << line;
+    };
+    for (const auto& m : report.per_op) row(m);
+    row(report.overall);
+    out << "top-k: geometric mean over problems of best measured time / best measured time among the "
+           "model's k best-ranked configs\n";
+    if (!report.worst.empty()) {
+        out << "\nworst predictions (largest |ln predicted - ln actual|):\n";
+        std::snprintf(line, sizeof(line), "%-10s %-8s %6s %6s %6s %6s %-9s %-22s %12s %12s %8s\n", "op",
+                      "dtype", "B", "M", "N", "K", "config", "tiles", "predicted_ms", "actual_ms", "ratio");
+        out << line;
+        for (const auto& w : report.worst) {
+            std::snprintf(line, sizeof(line), "%-10s %-8s %6lld %6lld %6lld %6lld %-9s %-22s %12.5g %12.5g %8.3f\n",
+                          w.op.c_str(), w.shape.M_dtype.c_str(), static_cast<long long>(w.shape.B),
+                          static_cast<long long>(w.shape.M), static_cast<long long>(w.shape.N),
+                          static_cast<long long>(w.shape.K), w.config.name.substr(0, 9).c_str(),
+                          config_summary(w.config).c_str(), w.predicted_ms, w.actual_ms, w.ratio);
+            out << line;
+        }
+    }
+    return out.str();
+}
+
+}  // namespace mmt::model

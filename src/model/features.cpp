@@ -1,0 +1,228 @@
+#include "matmul_toolkit/model/features.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::model {
+namespace {
+
+struct SmEntry {
+    const char* pattern;  ///< lower-case substring of the device name
+    const char* also;     ///< a second substring that must be present too, or nullptr
+    int sm_count;
+    const char* label;
+};
+
+// Order matters: more specific names come before the names they contain
+// ("h100" + "pcie" before "h100", "a100" before "a10", "l40s" before "l40" before "l4").
+constexpr SmEntry kSmTable[] = {
+    {"gh200", nullptr, 132, "GH200"},
+    {"h200", nullptr, 132, "H200"},
+    {"h100", "pcie", 114, "H100 PCIe"},
+    {"h100", nullptr, 132, "H100 SXM"},
+    {"h800", "pcie", 114, "H800 PCIe"},
+    {"h800", nullptr, 132, "H800 SXM"},
+    {"b200", nullptr, 148, "B200"},
+    {"a100", nullptr, 108, "A100"},
+    {"a800", nullptr, 108, "A800"},
+    {"l40s", nullptr, 142, "L40S"},
+    {"l40", nullptr, 142, "L40"},
+    {"rtx 6000 ada", nullptr, 142, "RTX 6000 Ada"},
+    {"a6000", nullptr, 84, "RTX A6000"},
+    {"rtx 4090", nullptr, 128, "RTX 4090"},
+    {"rtx 4080", nullptr, 76, "RTX 4080"},
+    {"rtx 3090", nullptr, 82, "RTX 3090"},
+    {"rtx 3080", nullptr, 68, "RTX 3080"},
+    {"a10g", nullptr, 80, "A10G"},
+    {"a10", nullptr, 72, "A10"},
+    {"a4000", nullptr, 48, "RTX A4000"},
+    {"a4500", nullptr, 56, "RTX A4500"},
+    {"a5000", nullptr, 64, "RTX A5000"},
+    {"a40", nullptr, 84, "A40"},
+    {"a30", nullptr, 56, "A30"},
+    {"l4", nullptr, 58, "L4"},
+    {"v100", nullptr, 80, "V100"},
+    {"tesla t4", nullptr, 40, "T4"},
+    {"mi300x", nullptr, 304, "MI300X"},
+    {"mi250", nullptr, 208, "MI250X (one die)"},
+};
+
+// Words that mark a GPU the table does not know yet.
+constexpr const char* kGpuWords[] = {"nvidia", "geforce", "tesla", "quadro", "radeon", "instinct"};
+constexpr int kUnknownGpuSmCount = 100;
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+bool contains(const std::string& haystack, const char* needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+double log2d(double value) { return std::log2(value); }
+
+enum ProblemFeature : std::size_t {
+    kOpMm, kOpAddmm, kOpBmm, kATransposed, kBTransposed, kDtypeSize, kDtypeFloat16,
+    kDtypeBfloat16, kDtypeFloat32, kLog2B, kLog2M, kLog2N, kLog2K, kLog2Flops, kLog2Bytes,
+    kLog2ArithmeticIntensity, kNumProblemFeatures
+};
+
+const std::vector<std::string> kProblemFeatureNames = {
+    "op_mm", "op_addmm", "op_bmm", "a_transposed", "b_transposed", "dtype_size",
+    "dtype_float16", "dtype_bfloat16", "dtype_float32", "log2_B", "log2_M", "log2_N",
+    "log2_K", "log2_flops", "log2_bytes", "log2_arithmetic_intensity",
+};
+
+const std::vector<std::string> kConfigFeatureNames = {
+    "log2_block_m", "log2_block_n", "log2_block_k", "log2_group_m", "num_stages",
+    "log2_num_warps", "even_k", "allow_tf32", "log2_tiles", "log2_waves",
+    "last_wave_utilisation", "mn_padding_waste", "k_padding_waste", "log2_k_iterations",
+    "log2_smem_bytes_per_cta", "log2_padded_flops",
+};
+
+void require_positive(std::int64_t value, const char* field, const std::string& subject) {
+    if (value <= 0) {
+        throw core::InputError(subject, std::string(field) + " must be positive, got " +
+                                            std::to_string(value));
+    }
+}
+
+}  // namespace
+
+HardwareInfo lookup_hardware(const std::string& hardware_name) {
+    HardwareInfo info;
+    info.name = hardware_name;
+    const std::string name = lower(hardware_name);
+    for (const auto& entry : kSmTable) {
+        if (contains(name, entry.pattern) && (entry.also == nullptr || contains(name, entry.also))) {
+            info.parallel_units = entry.sm_count;
+            info.is_gpu = true;
+            info.source = std::string("SM table: ") + entry.label;
+            return info;
+        }
+    }
+    for (const char* word : kGpuWords) {
+        if (contains(name, word)) {
+            info.parallel_units = kUnknownGpuSmCount;
+            info.is_gpu = true;
+            info.source = "GPU not in the SM table: assumed " + std::to_string(kUnknownGpuSmCount) + " SMs";
+            return info;
+        }
+    }
+    info.parallel_units = kCpuParallelUnits;
+    info.is_gpu = false;
+    info.source = "CPU: one core per timed kernel";
+    return info;
+}
+
+const std::vector<std::string>& feature_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> all = kProblemFeatureNames;
+        all.insert(all.end(), kConfigFeatureNames.begin(), kConfigFeatureNames.end());
+        return all;
+    }();
+    return names;
+}
+
+std::size_t num_features() { return feature_names().size(); }
+std::size_t num_problem_features() { return kProblemFeatureNames.size(); }
+std::size_t num_config_features() { return kConfigFeatureNames.size(); }
+
+ProblemFeatures::ProblemFeatures(const std::string& op_key, const core::MMShape& shape,
+                                 int parallel_units)
+    : m_problem(kNumProblemFeatures, 0.0f), m_b(shape.B), m_m(shape.M), m_n(shape.N),
+      m_k(shape.K), m_parallel_units(parallel_units) {
+    static_assert(kNumProblemFeatures == 16, "keep the enum and the name list in step");
+    const auto [op, layout] = core::parse_op_key(op_key);
+    const std::string subject = "problem " + op_key;
+    require_positive(shape.B, "B", subject);
+    require_positive(shape.M, "M", subject);
+    require_positive(shape.N, "N", subject);
+    require_positive(shape.K, "K", subject);
+    if (parallel_units <= 0) {
+        throw core::InputError(subject, "parallel units must be positive");
+    }
+    m_dtype_size = core::dtype_size(shape.M_dtype);
+    const int b_size = core::dtype_size(shape.K_dtype);
+    const int out_size = core::dtype_size(shape.out_dtype);
+
+    const double B = static_cast<double>(shape.B), M = static_cast<double>(shape.M);
+    const double N = static_cast<double>(shape.N), K = static_cast<double>(shape.K);
+    const double flops = 2.0 * B * M * N * K;
+    double bytes = m_dtype_size * B * M * K + b_size * B * K * N + out_size * B * M * N;
+    if (op == "addmm") bytes += out_size * N;  // the bias row, broadcast over M
+
+    auto& f = m_problem;
+    f[kOpMm] = op == "mm";
+    f[kOpAddmm] = op == "addmm";
+    f[kOpBmm] = op == "bmm";
+    f[kATransposed] = layout[0] == 't';
+    f[kBTransposed] = layout[1] == 't';
+    f[kDtypeSize] = static_cast<float>(m_dtype_size);
+    f[kDtypeFloat16] = shape.M_dtype == "float16";
+    f[kDtypeBfloat16] = shape.M_dtype == "bfloat16";
+    f[kDtypeFloat32] = shape.M_dtype == "float32";
+    f[kLog2B] = static_cast<float>(log2d(B));
+    f[kLog2M] = static_cast<float>(log2d(M));
+    f[kLog2N] = static_cast<float>(log2d(N));
+    f[kLog2K] = static_cast<float>(log2d(K));
+    f[kLog2Flops] = static_cast<float>(log2d(flops));
+    f[kLog2Bytes] = static_cast<float>(log2d(bytes));
+    f[kLog2ArithmeticIntensity] = static_cast<float>(log2d(flops / bytes));
+}
+
+void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
+    std::copy(m_problem.begin(), m_problem.end(), out);
+    float* f = out + m_problem.size();
+
+    if (config.block_m <= 0 || config.block_n <= 0 || config.block_k <= 0 ||
+        config.group_m <= 0 || config.num_stages <= 0 || config.num_warps <= 0) {
+        throw core::InputError("config " + config.name,
+                               "block sizes, group_m, num_stages and num_warps must be positive");
+    }
+    const std::int64_t bm = config.block_m, bn = config.block_n, bk = config.block_k;
+    const std::int64_t tiles_m = ceil_div(m_m, bm), tiles_n = ceil_div(m_n, bn);
+    const std::int64_t k_iterations = ceil_div(m_k, bk);
+    const double tiles = static_cast<double>(tiles_m) * static_cast<double>(tiles_n) *
+                         static_cast<double>(m_b);
+    const double units = m_parallel_units;
+    const double full_waves = std::ceil(tiles / units);
+    const double padded_m = static_cast<double>(tiles_m * bm);
+    const double padded_n = static_cast<double>(tiles_n * bn);
+    const double padded_k = static_cast<double>(k_iterations * bk);
+    const double smem = static_cast<double>((bm + bn) * bk) * config.num_stages * m_dtype_size;
+
+    f[0] = static_cast<float>(log2d(static_cast<double>(bm)));
+    f[1] = static_cast<float>(log2d(static_cast<double>(bn)));
+    f[2] = static_cast<float>(log2d(static_cast<double>(bk)));
+    f[3] = static_cast<float>(log2d(config.group_m));
+    f[4] = static_cast<float>(config.num_stages);
+    f[5] = static_cast<float>(log2d(config.num_warps));
+    f[6] = config.even_k ? 1.0f : 0.0f;
+    f[7] = config.allow_tf32 ? 1.0f : 0.0f;
+    f[8] = static_cast<float>(log2d(tiles));
+    f[9] = static_cast<float>(log2d(tiles / units));
+    f[10] = static_cast<float>(tiles / (full_waves * units));
+    f[11] = static_cast<float>(1.0 - static_cast<double>(m_m) * static_cast<double>(m_n) /
+                                         (padded_m * padded_n));
+    f[12] = static_cast<float>(1.0 - static_cast<double>(m_k) / padded_k);
+    f[13] = static_cast<float>(log2d(static_cast<double>(k_iterations)));
+    f[14] = static_cast<float>(log2d(smem));
+    f[15] = static_cast<float>(log2d(2.0 * static_cast<double>(m_b) * padded_m * padded_n * padded_k));
+}
+
+std::vector<float> compute_features(const std::string& op_key, const core::MMShape& shape,
+                                    const core::GemmConfig& config, int parallel_units) {
+    std::vector<float> out(num_features());
+    ProblemFeatures(op_key, shape, parallel_units).write(config, out.data());
+    return out;
+}
+
+}  // namespace mmt::model

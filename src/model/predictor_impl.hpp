@@ -1,0 +1,30 @@
+#pragma once
+// Private: what a Predictor holds. The trainer builds one directly from the network it
+// trained; Predictor::load builds one from a checkpoint.
+
+#include <cstddef>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "matmul_toolkit/model/predictor.hpp"
+#include "networks.hpp"
+
+namespace mmt::model {
+
+struct Predictor::Impl {
+    Impl(ModelInfo info, RuntimeNet net, c10::Device device);
+
+    ModelInfo info;
+    mutable RuntimeNet net;
+    c10::Device device;
+    std::vector<float> inv_std;  ///< 1 / feature_std, so standardising is a multiply
+    std::size_t batch_size = 1 << 16;
+
+    /// Standardises raw features in place (rows × num_features()).
+    void standardise(float* rows, std::size_t count) const;
+    /// ln(ms) for standardised rows.
+    std::vector<double> forward(const float* standardised, std::size_t rows) const;
+};
+
+}  // namespace mmt::model

@@ -1,0 +1,122 @@
+#include "matmul_toolkit/model/problems.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::model {
+namespace {
+
+std::string describe(const std::string& hardware, const std::string& op,
+                     const core::MMShape& shape, const core::GemmConfig& config) {
+    std::ostringstream out;
+    out << hardware << " / " << op << " B=" << shape.B << " M=" << shape.M << " N=" << shape.N
+        << " K=" << shape.K << " " << shape.M_dtype << " / config " << config.name << " ("
+        << config.block_m << "x" << config.block_n << "x" << config.block_k << ")";
+    return out.str();
+}
+
+}  // namespace
+
+bool is_reference_config(const core::GemmConfig& config) {
+    return config.name.rfind("aten_", 0) == 0;
+}
+
+std::vector<ProblemGroup> group_problems(const core::Dataset& dataset, const std::string& source) {
+    std::vector<ProblemGroup> problems;
+    for (const auto& hardware : dataset.hardware()) {
+        for (const auto& operation : hardware.operations) {
+            try {
+                core::parse_op_key(operation.name);
+            } catch (const core::InputError& e) {
+                throw core::InputError(source, e.what());
+            }
+            for (const auto& problem : operation.problems) {
+                ProblemGroup group;
+                group.hardware = hardware.name;
+                group.op_key = operation.name;
+                group.shape = problem.shape;
+                for (const auto& timed : problem.timed_configs) {
+                    if (!std::isfinite(timed.time_ms) || timed.time_ms <= 0.0) {
+                        std::ostringstream what;
+                        what << "time " << timed.time_ms << " ms is not a positive finite number ("
+                             << describe(hardware.name, operation.name, problem.shape, timed.config)
+                             << ")";
+                        throw core::InputError(source, what.str());
+                    }
+                    if (is_reference_config(timed.config)) {
+                        if (!group.reference_ms || timed.time_ms < *group.reference_ms) {
+                            group.reference_ms = timed.time_ms;
+                        }
+                    } else {
+                        group.timings.push_back(timed);
+                    }
+                }
+                if (!group.timings.empty()) problems.push_back(std::move(group));
+            }
+        }
+    }
+    return problems;
+}
+
+std::size_t count_rows(const std::vector<ProblemGroup>& problems) {
+    std::size_t rows = 0;
+    for (const auto& p : problems) rows += p.timings.size();
+    return rows;
+}
+
+ProblemSplit split_by_problem(std::size_t num_problems, double validation_fraction,
+                              double test_fraction, std::uint64_t seed) {
+    if (validation_fraction <= 0.0 || test_fraction <= 0.0 ||
+        validation_fraction + test_fraction >= 1.0) {
+        throw core::InputError("--validation-fraction/--test-fraction",
+                               "each must be positive and together below 1");
+    }
+    if (num_problems < 3) {
+        throw core::InputError("dataset", "only " + std::to_string(num_problems) +
+                                              " problem(s) after filters; training needs at least 3 "
+                                              "(one each for the train, validation and test splits)");
+    }
+    const auto n = static_cast<double>(num_problems);
+    const std::size_t n_val = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(validation_fraction * n)));
+    const std::size_t n_test = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(test_fraction * n)));
+    if (n_val + n_test >= num_problems) {
+        throw core::InputError("dataset", "only " + std::to_string(num_problems) +
+                                              " problems: too few to split into train, validation "
+                                              "and test with these fractions");
+    }
+
+    std::vector<std::size_t> order(num_problems);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    // Fisher-Yates with mt19937_64 drawn by hand: std::shuffle's algorithm differs between
+    // standard libraries, and the same seed must give the same split everywhere.
+    std::mt19937_64 rng(seed);
+    for (std::size_t i = num_problems - 1; i > 0; --i) {
+        const std::size_t j = static_cast<std::size_t>(rng() % (i + 1));
+        std::swap(order[i], order[j]);
+    }
+
+    ProblemSplit split;
+    split.validation.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_val));
+    split.test.assign(order.begin() + static_cast<std::ptrdiff_t>(n_val),
+                      order.begin() + static_cast<std::ptrdiff_t>(n_val + n_test));
+    split.train.assign(order.begin() + static_cast<std::ptrdiff_t>(n_val + n_test), order.end());
+    std::sort(split.train.begin(), split.train.end());
+    std::sort(split.validation.begin(), split.validation.end());
+    std::sort(split.test.begin(), split.test.end());
+    return split;
+}
+
+std::vector<ProblemGroup> select_problems(const std::vector<ProblemGroup>& problems,
+                                          const std::vector<std::size_t>& indices) {
+    std::vector<ProblemGroup> out;
+    out.reserve(indices.size());
+    for (auto i : indices) out.push_back(problems.at(i));
+    return out;
+}
+
+}  // namespace mmt::model

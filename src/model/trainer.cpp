@@ -1,0 +1,314 @@
+#include "matmul_toolkit/model/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <torch/cuda.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "matmul_toolkit/build_config.hpp"
+#include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/features.hpp"
+#include "predictor_impl.hpp"
+
+namespace mmt::model {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Rows of raw features and ln(time) for a set of problems, each row with its own
+/// hardware's parallel units.
+struct FeatureRows {
+    std::size_t rows = 0;
+    std::vector<float> x;
+    std::vector<float> y;
+};
+
+class HardwareCache {
+public:
+    int units(const std::string& name) {
+        auto it = m_units.find(name);
+        if (it == m_units.end()) it = m_units.emplace(name, lookup_hardware(name).parallel_units).first;
+        return it->second;
+    }
+
+private:
+    std::map<std::string, int> m_units;
+};
+
+FeatureRows build_rows(const std::vector<ProblemGroup>& problems, const std::vector<std::size_t>& which,
+                       HardwareCache& hardware) {
+    FeatureRows out;
+    const std::size_t width = num_features();
+    for (auto i : which) out.rows += problems[i].timings.size();
+    out.x.resize(out.rows * width);
+    out.y.resize(out.rows);
+    std::size_t row = 0;
+    for (auto i : which) {
+        const auto& p = problems[i];
+        const ProblemFeatures features(p.op_key, p.shape, hardware.units(p.hardware));
+        for (const auto& timed : p.timings) {
+            features.write(timed.config, out.x.data() + row * width);
+            out.y[row] = static_cast<float>(std::log(timed.time_ms));
+            ++row;
+        }
+    }
+    return out;
+}
+
+void standardisation_stats(const FeatureRows& train, std::vector<float>& mean, std::vector<float>& std_dev) {
+    const std::size_t width = num_features();
+    std::vector<double> sum(width, 0.0), sum_sq(width, 0.0);
+    for (std::size_t r = 0; r < train.rows; ++r) {
+        const float* row = train.x.data() + r * width;
+        for (std::size_t j = 0; j < width; ++j) sum[j] += row[j];
+    }
+    mean.assign(width, 0.0f);
+    for (std::size_t j = 0; j < width; ++j) mean[j] = static_cast<float>(sum[j] / train.rows);
+    for (std::size_t r = 0; r < train.rows; ++r) {
+        const float* row = train.x.data() + r * width;
+        for (std::size_t j = 0; j < width; ++j) {
+            const double d = row[j] - mean[j];
+            sum_sq[j] += d * d;
+        }
+    }
+    std_dev.assign(width, 1.0f);
+    for (std::size_t j = 0; j < width; ++j) {
+        const double s = std::sqrt(sum_sq[j] / train.rows);
+        // A feature constant in the training data (e.g. num_warps on CPU) is left
+        // centred but unscaled rather than divided by zero.
+        std_dev[j] = s > 1e-6 ? static_cast<float>(s) : 1.0f;
+    }
+}
+
+void validate(const TrainOptions& o) {
+    o.model.validate();
+    if (!(o.learning_rate > 0.0)) throw core::InputError("--learning-rate", "must be positive");
+    if (o.weight_decay < 0.0) throw core::InputError("--weight-decay", "must not be negative");
+    // BatchNorm needs two rows per batch to estimate a variance in training mode.
+    if (o.batch_size < 2) throw core::InputError("--batch-size", "must be at least 2");
+    if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
+    if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
+}
+
+std::string hardware_names(const std::vector<ProblemGroup>& problems) {
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    for (const auto& p : problems) {
+        if (seen.insert(p.hardware).second) names.push_back(p.hardware);
+    }
+    std::string joined;
+    for (std::size_t i = 0; i < names.size(); ++i) joined += (i ? ", " : "") + names[i];
+    return joined;
+}
+
+at::Tensor to_tensor(std::vector<float>& values, std::int64_t rows, std::int64_t cols,
+                     const c10::Device& device) {
+    auto t = torch::from_blob(values.data(), {rows, cols}, torch::kFloat32);
+    return t.to(device, /*non_blocking=*/false, /*copy=*/true);
+}
+
+/// Mean squared error over a whole matrix, predicted in large chunks without autograd.
+double evaluate_loss(RuntimeNet& net, const at::Tensor& x, const at::Tensor& y) {
+    torch::NoGradGuard no_grad;
+    const std::int64_t rows = x.size(0);
+    if (rows == 0) return 0.0;
+    constexpr std::int64_t kChunk = 1 << 16;
+    at::Tensor total = torch::zeros({}, x.options());
+    for (std::int64_t start = 0; start < rows; start += kChunk) {
+        const std::int64_t end = std::min(rows, start + kChunk);
+        auto diff = net->forward(x.slice(0, start, end)) - y.slice(0, start, end);
+        total += diff.pow(2).sum();
+    }
+    return total.item<double>() / static_cast<double>(rows);
+}
+
+using StateCopy = std::vector<at::Tensor>;
+
+StateCopy copy_state(RuntimeNet& net) {
+    torch::NoGradGuard no_grad;
+    StateCopy copy;
+    for (auto& [name, tensor] : net->state_dict()) copy.push_back(tensor.detach().clone());
+    return copy;
+}
+
+void restore_state(RuntimeNet& net, const StateCopy& copy) {
+    torch::NoGradGuard no_grad;
+    auto state = net->state_dict();
+    for (std::size_t i = 0; i < state.size(); ++i) state[i].second.copy_(copy[i]);
+}
+
+}  // namespace
+
+std::string default_training_device() { return torch::cuda::is_available() ? "cuda" : "cpu"; }
+
+void check_training_device(const std::string& device) {
+    if (device == "cpu") return;
+    if (device != "cuda") throw core::InputError("--device", "unknown device '" + device + "' (expected cpu or cuda)");
+    if (!torch::cuda::is_available()) {
+        throw core::InputError("--device", "cuda requested but LibTorch sees no CUDA device "
+                                           "(this LibTorch build or machine has no usable GPU)");
+    }
+}
+
+TrainResult train_model(const core::Dataset& dataset, const std::string& source, const TrainOptions& options) {
+    return train_model(group_problems(dataset, source), options);
+}
+
+TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options) {
+    validate(options);
+    check_training_device(options.device);
+    const c10::Device device = options.device == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+
+    TrainResult result;
+    result.split = split_by_problem(problems.size(), options.validation_fraction,
+                                    options.test_fraction, options.seed);
+
+    HardwareCache hardware;
+    FeatureRows train = build_rows(problems, result.split.train, hardware);
+    FeatureRows val = build_rows(problems, result.split.validation, hardware);
+    result.train_rows = train.rows;
+    result.validation_rows = val.rows;
+    result.test_rows = count_rows(select_problems(problems, result.split.test));
+    if (train.rows < 2) {
+        throw core::InputError("dataset", "the training split has fewer than two timed configs");
+    }
+
+    ModelInfo info;
+    info.spec = options.model;
+    info.feature_names = feature_names();
+    standardisation_stats(train, info.feature_mean, info.feature_std);
+    info.hardware_name = hardware_names(problems);
+    info.parallel_units = hardware.units(problems.front().hardware);
+    info.toolkit_version = MMT_VERSION_STRING;
+    info.learning_rate = options.learning_rate;
+    info.weight_decay = options.weight_decay;
+    info.batch_size = options.batch_size;
+    info.num_epochs = options.num_epochs;
+    info.patience = options.patience;
+    info.seed = std::to_string(options.seed);
+    info.train_problems = result.split.train.size();
+    info.train_rows = train.rows;
+
+    // Standardise once, up front: the tensors on the device are final.
+    {
+        const std::size_t width = num_features();
+        std::vector<float> inv(width);
+        for (std::size_t j = 0; j < width; ++j) inv[j] = 1.0f / info.feature_std[j];
+        for (FeatureRows* rows : {&train, &val}) {
+            for (std::size_t r = 0; r < rows->rows; ++r) {
+                float* row = rows->x.data() + r * width;
+                for (std::size_t j = 0; j < width; ++j) row[j] = (row[j] - info.feature_mean[j]) * inv[j];
+            }
+        }
+    }
+    double target_mean = 0.0;
+    for (float v : train.y) target_mean += v;
+    target_mean /= static_cast<double>(train.rows);
+
+    torch::manual_seed(options.seed);
+    RuntimeNet net(options.model, static_cast<int>(num_features()));
+    net->initialise(target_mean);
+    net->to(device);
+
+    const auto width = static_cast<std::int64_t>(num_features());
+    const at::Tensor x_train = to_tensor(train.x, static_cast<std::int64_t>(train.rows), width, device);
+    const at::Tensor y_train = to_tensor(train.y, static_cast<std::int64_t>(train.rows), 1, device);
+    const at::Tensor x_val = to_tensor(val.x, static_cast<std::int64_t>(val.rows), width, device);
+    const at::Tensor y_val = to_tensor(val.y, static_cast<std::int64_t>(val.rows), 1, device);
+
+    torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(options.learning_rate)
+                                                        .weight_decay(options.weight_decay));
+
+    const auto n = static_cast<std::int64_t>(train.rows);
+    const std::int64_t batch = options.batch_size;
+    StateCopy best_state = copy_state(net);
+    double best_loss = std::numeric_limits<double>::infinity();
+    int epochs_without_improvement = 0;
+
+    for (int epoch = 1; epoch <= options.num_epochs; ++epoch) {
+        const auto epoch_start = Clock::now();
+        net->train();
+        // The permutation is drawn on the CPU generator (seeded above) on every device,
+        // so a seed gives the same batches on CPU and GPU.
+        const at::Tensor order = torch::randperm(n, torch::kLong).to(device);
+        at::Tensor loss_sum = torch::zeros({}, x_train.options());
+        std::int64_t rows_used = 0;
+        bool stop = false;
+        for (std::int64_t start = 0; start < n; start += batch) {
+            const std::int64_t end = std::min(n, start + batch);
+            if (end - start < 2) break;  // a one-row batch has no BatchNorm variance
+            if (options.stop_requested && options.stop_requested()) {
+                stop = true;
+                break;
+            }
+            const at::Tensor index = order.slice(0, start, end);
+            const at::Tensor xb = x_train.index_select(0, index);
+            const at::Tensor yb = y_train.index_select(0, index);
+            optimizer.zero_grad();
+            const at::Tensor loss = torch::nn::functional::mse_loss(net->forward(xb), yb);
+            loss.backward();
+            optimizer.step();
+            loss_sum += loss.detach() * static_cast<double>(end - start);
+            rows_used += end - start;
+        }
+        if (stop) {
+            result.interrupted = true;
+            break;
+        }
+        const double train_loss = loss_sum.item<double>() / static_cast<double>(std::max<std::int64_t>(rows_used, 1));
+        const double train_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+
+        net->eval();
+        const double val_loss = evaluate_loss(net, x_val, y_val);
+        if (!std::isfinite(train_loss) || !std::isfinite(val_loss)) {
+            throw core::Error("training", "loss became " + std::to_string(train_loss) + " / " +
+                                              std::to_string(val_loss) + " at epoch " + std::to_string(epoch) +
+                                              "; try a lower --learning-rate");
+        }
+
+        EpochStats stats;
+        stats.epoch = epoch;
+        stats.train_loss = train_loss;
+        stats.validation_loss = val_loss;
+        stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+        stats.rows_per_second = static_cast<double>(rows_used) / std::max(train_seconds, 1e-9);
+        stats.improved = val_loss < best_loss;
+        if (stats.improved) {
+            best_loss = val_loss;
+            result.best_epoch = epoch;
+            best_state = copy_state(net);
+            epochs_without_improvement = 0;
+        } else {
+            ++epochs_without_improvement;
+        }
+        result.history.push_back(stats);
+        if (options.on_epoch) options.on_epoch(stats);
+        if (epochs_without_improvement >= options.patience) {
+            result.stopped_early = epoch < options.num_epochs;
+            break;
+        }
+    }
+
+    restore_state(net, best_state);
+    net->eval();
+    result.best_validation_loss = best_loss;
+    info.epochs_run = static_cast<int>(result.history.size());
+    info.best_epoch = result.best_epoch;
+    info.best_validation_loss = std::isfinite(best_loss) ? best_loss : 0.0;
+
+    result.model = Predictor(std::make_unique<Predictor::Impl>(std::move(info), std::move(net), device));
+    if (!result.interrupted) {
+        result.test_report = evaluate_model(result.model, select_problems(problems, result.split.test),
+                                            options.top_n_worst);
+    }
+    return result;
+}
+
+}  // namespace mmt::model

@@ -1,0 +1,166 @@
+#include "matmul_toolkit/model/features.hpp"
+
+#include <cmath>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::model {
+namespace {
+
+std::map<std::string, float> named(const std::vector<float>& values) {
+    std::map<std::string, float> out;
+    for (std::size_t i = 0; i < values.size(); ++i) out[feature_names()[i]] = values[i];
+    return out;
+}
+
+core::GemmConfig config(int bm, int bn, int bk, int group, int stages, int warps) {
+    core::GemmConfig c;
+    c.block_m = bm;
+    c.block_n = bn;
+    c.block_k = bk;
+    c.group_m = group;
+    c.num_stages = stages;
+    c.num_warps = warps;
+    return c;
+}
+
+TEST(Features, NamesSplitIntoProblemAndConfigParts) {
+    EXPECT_EQ(num_features(), feature_names().size());
+    EXPECT_EQ(num_problem_features() + num_config_features(), num_features());
+    EXPECT_EQ(feature_names().front(), "op_mm");
+    EXPECT_EQ(feature_names()[num_problem_features()], "log2_block_m");
+}
+
+// addmm, layout nt, B=1 M=100 N=200 K=300 float16; config 64x128x32, group 8, 3 stages,
+// 4 warps, on a 132-SM GPU. Every value below is worked out by hand from those numbers.
+TEST(Features, AddmmTransposedBMatchesHandComputedValues) {
+    const auto shape = core::make_shape(1, 100, 200, 300, "float16");
+    auto f = named(compute_features("addmm_nt", shape, config(64, 128, 32, 8, 3, 4), 132));
+
+    EXPECT_EQ(f["op_mm"], 0.0f);
+    EXPECT_EQ(f["op_addmm"], 1.0f);
+    EXPECT_EQ(f["op_bmm"], 0.0f);
+    EXPECT_EQ(f["a_transposed"], 0.0f);
+    EXPECT_EQ(f["b_transposed"], 1.0f);
+    EXPECT_EQ(f["dtype_size"], 2.0f);
+    EXPECT_EQ(f["dtype_float16"], 1.0f);
+    EXPECT_EQ(f["dtype_bfloat16"], 0.0f);
+    EXPECT_EQ(f["dtype_float32"], 0.0f);
+    EXPECT_FLOAT_EQ(f["log2_B"], 0.0f);
+    EXPECT_FLOAT_EQ(f["log2_M"], 6.6438562f);
+    EXPECT_FLOAT_EQ(f["log2_N"], 7.6438562f);
+    EXPECT_FLOAT_EQ(f["log2_K"], 8.2288189f);
+    // flops 2·100·200·300 = 12,000,000
+    EXPECT_FLOAT_EQ(f["log2_flops"], static_cast<float>(std::log2(12000000.0)));
+    // bytes 2·(100·300 + 300·200 + 100·200) + 2·200 (bias row) = 220,400
+    EXPECT_FLOAT_EQ(f["log2_bytes"], static_cast<float>(std::log2(220400.0)));
+    EXPECT_FLOAT_EQ(f["log2_arithmetic_intensity"], static_cast<float>(std::log2(12000000.0 / 220400.0)));
+
+    EXPECT_FLOAT_EQ(f["log2_block_m"], 6.0f);
+    EXPECT_FLOAT_EQ(f["log2_block_n"], 7.0f);
+    EXPECT_FLOAT_EQ(f["log2_block_k"], 5.0f);
+    EXPECT_FLOAT_EQ(f["log2_group_m"], 3.0f);
+    EXPECT_FLOAT_EQ(f["num_stages"], 3.0f);
+    EXPECT_FLOAT_EQ(f["log2_num_warps"], 2.0f);
+    EXPECT_EQ(f["even_k"], 0.0f);
+    EXPECT_EQ(f["allow_tf32"], 0.0f);
+    // tiles ceil(100/64)·ceil(200/128) = 2·2 = 4; waves 4/132
+    EXPECT_FLOAT_EQ(f["log2_tiles"], 2.0f);
+    EXPECT_FLOAT_EQ(f["log2_waves"], static_cast<float>(std::log2(4.0 / 132.0)));
+    EXPECT_FLOAT_EQ(f["last_wave_utilisation"], 4.0f / 132.0f);
+    // padded output 128·256 = 32768 for 20000 useful elements
+    EXPECT_FLOAT_EQ(f["mn_padding_waste"], 1.0f - 20000.0f / 32768.0f);
+    // K: 10 iterations of 32 = 320 for 300
+    EXPECT_FLOAT_EQ(f["k_padding_waste"], 0.0625f);
+    EXPECT_FLOAT_EQ(f["log2_k_iterations"], static_cast<float>(std::log2(10.0)));
+    // (64 + 128)·32·3 stages·2 bytes = 36864
+    EXPECT_FLOAT_EQ(f["log2_smem_bytes_per_cta"], static_cast<float>(std::log2(36864.0)));
+    // 2·128·256·320 = 20,971,520 = 1.25·2^24
+    EXPECT_FLOAT_EQ(f["log2_padded_flops"], static_cast<float>(24.0 + std::log2(1.25)));
+}
+
+// bmm B=4 M=N=K=256 bfloat16, layout tn, 128x128x64, evenly dividing, 8 SMs: 4·2·2 = 16
+// tiles in exactly two waves, nothing padded.
+TEST(Features, BmmFullWavesHaveNoWaste) {
+    const auto shape = core::make_shape(4, 256, 256, 256, "bfloat16");
+    auto c = config(128, 128, 64, 8, 4, 8);
+    c.even_k = true;
+    auto f = named(compute_features("bmm_tn", shape, c, 8));
+    EXPECT_EQ(f["op_bmm"], 1.0f);
+    EXPECT_EQ(f["a_transposed"], 1.0f);
+    EXPECT_EQ(f["b_transposed"], 0.0f);
+    EXPECT_EQ(f["dtype_bfloat16"], 1.0f);
+    EXPECT_FLOAT_EQ(f["log2_B"], 2.0f);
+    EXPECT_FLOAT_EQ(f["log2_tiles"], 4.0f);
+    EXPECT_FLOAT_EQ(f["log2_waves"], 1.0f);
+    EXPECT_FLOAT_EQ(f["last_wave_utilisation"], 1.0f);
+    EXPECT_FLOAT_EQ(f["mn_padding_waste"], 0.0f);
+    EXPECT_FLOAT_EQ(f["k_padding_waste"], 0.0f);
+    EXPECT_FLOAT_EQ(f["log2_k_iterations"], 2.0f);
+    EXPECT_EQ(f["even_k"], 1.0f);
+    // bytes: 2·4·(3·65536) = 1,572,864; flops 2·4·256³ = 134,217,728
+    EXPECT_FLOAT_EQ(f["log2_arithmetic_intensity"], static_cast<float>(std::log2(134217728.0 / 1572864.0)));
+}
+
+TEST(Features, Float32UsesFourBytesAndTf32Flag) {
+    const auto shape = core::make_shape(1, 64, 64, 64, "float32");
+    auto c = config(32, 32, 16, 1, 1, 1);
+    c.allow_tf32 = true;
+    auto f = named(compute_features("mm", shape, c, 1));
+    EXPECT_EQ(f["dtype_size"], 4.0f);
+    EXPECT_EQ(f["dtype_float32"], 1.0f);
+    EXPECT_EQ(f["allow_tf32"], 1.0f);
+    EXPECT_FLOAT_EQ(f["log2_group_m"], 0.0f);
+    // (32 + 32)·16·1·4 = 4096
+    EXPECT_FLOAT_EQ(f["log2_smem_bytes_per_cta"], 12.0f);
+    // one core: 4 tiles are 4 waves
+    EXPECT_FLOAT_EQ(f["log2_waves"], 2.0f);
+}
+
+TEST(Features, ProblemPartIsSharedByEveryConfig) {
+    const auto shape = core::make_shape(1, 300, 500, 700, "float16");
+    const ProblemFeatures problem("mm", shape, 132);
+    std::vector<float> a(num_features()), b(num_features());
+    problem.write(config(64, 64, 32, 8, 3, 4), a.data());
+    problem.write(config(128, 32, 64, 4, 2, 8), b.data());
+    for (std::size_t i = 0; i < num_problem_features(); ++i) EXPECT_EQ(a[i], b[i]) << feature_names()[i];
+    EXPECT_NE(a[num_problem_features()], b[num_problem_features()]);
+}
+
+TEST(Features, RejectsBadInput) {
+    EXPECT_THROW(compute_features("mm", core::make_shape(1, 0, 8, 8, "float16"), config(16, 16, 16, 1, 1, 1), 1),
+                 core::InputError);
+    EXPECT_THROW(compute_features("conv", core::make_shape(1, 8, 8, 8, "float16"), config(16, 16, 16, 1, 1, 1), 1),
+                 core::InputError);
+    EXPECT_THROW(compute_features("mm", core::make_shape(1, 8, 8, 8, "float16"), config(0, 16, 16, 1, 1, 1), 1),
+                 core::InputError);
+    EXPECT_THROW(compute_features("mm", core::make_shape(1, 8, 8, 8, "float16"), config(16, 16, 16, 1, 1, 1), 0),
+                 core::InputError);
+}
+
+TEST(Hardware, SmCountsByGpuName) {
+    EXPECT_EQ(lookup_hardware("NVIDIA H100 80GB HBM3").parallel_units, 132);
+    EXPECT_EQ(lookup_hardware("NVIDIA H100 PCIe").parallel_units, 114);
+    EXPECT_EQ(lookup_hardware("NVIDIA H200").parallel_units, 132);
+    EXPECT_EQ(lookup_hardware("NVIDIA A100-SXM4-80GB").parallel_units, 108);
+    EXPECT_EQ(lookup_hardware("NVIDIA L40S").parallel_units, 142);
+    EXPECT_EQ(lookup_hardware("NVIDIA GeForce RTX 4090").parallel_units, 128);
+    EXPECT_EQ(lookup_hardware("NVIDIA A10G").parallel_units, 80);
+    EXPECT_EQ(lookup_hardware("NVIDIA L4").parallel_units, 58);
+    EXPECT_TRUE(lookup_hardware("NVIDIA H200").is_gpu);
+}
+
+TEST(Hardware, UnknownGpuAndCpuFallBackToDocumentedDefaults) {
+    const auto unknown = lookup_hardware("NVIDIA Future GPU");
+    EXPECT_TRUE(unknown.is_gpu);
+    EXPECT_GT(unknown.parallel_units, 0);
+    const auto cpu = lookup_hardware("AMD EPYC 9654 96-Core Processor");
+    EXPECT_FALSE(cpu.is_gpu);
+    EXPECT_EQ(cpu.parallel_units, kCpuParallelUnits);
+}
+
+}  // namespace
+}  // namespace mmt::model

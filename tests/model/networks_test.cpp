@@ -1,0 +1,78 @@
+#include "networks.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/types.h>
+
+namespace mmt::model {
+namespace {
+
+std::vector<std::string> names_of(RuntimeNet& net) {
+    std::vector<std::string> names;
+    for (const auto& [name, tensor] : net->state_dict()) names.push_back(name);
+    return names;
+}
+
+// torch-diode's MatmulTimingModel: nn.Sequential named "model" of Linear, ReLU,
+// BatchNorm1d, Dropout per hidden size, then the output Linear; Python's state_dict lists
+// each module's parameters, then its buffers.
+TEST(Networks, BaseModelUsesTorchDiodeStateDictNames) {
+    ModelSpec spec;
+    spec.type = ModelType::base;
+    spec.hidden_dims = {8, 4};
+    RuntimeNet net(spec, 5);
+    const std::vector<std::string> expected{
+        "model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias", "model.2.running_mean",
+        "model.2.running_var", "model.2.num_batches_tracked", "model.4.weight", "model.4.bias",
+        "model.6.weight", "model.6.bias", "model.6.running_mean", "model.6.running_var",
+        "model.6.num_batches_tracked", "model.8.weight", "model.8.bias"};
+    EXPECT_EQ(names_of(net), expected);
+    const auto state = net->state_dict();
+    EXPECT_EQ(state[0].second.sizes(), (std::vector<int64_t>{8, 5}));
+    EXPECT_EQ(state.back().second.sizes(), (std::vector<int64_t>{1}));
+}
+
+// torch-diode's DeepMatmulTimingModel: input_layer (Sequential), hidden_layers
+// (ModuleList of ResidualBlock with a "block" Sequential: Linear, ReLU, BatchNorm1d,
+// Dropout, Linear, BatchNorm1d), output_layer.
+TEST(Networks, DeepModelUsesTorchDiodeStateDictNames) {
+    ModelSpec spec;
+    spec.type = ModelType::deep;
+    spec.hidden_dim = 6;
+    spec.num_layers = 2;
+    RuntimeNet net(spec, 5);
+    const auto names = names_of(net);
+    const std::vector<std::string> head{"input_layer.0.weight", "input_layer.0.bias", "input_layer.2.weight",
+                                        "input_layer.2.bias", "input_layer.2.running_mean",
+                                        "input_layer.2.running_var", "input_layer.2.num_batches_tracked",
+                                        "hidden_layers.0.block.0.weight", "hidden_layers.0.block.0.bias",
+                                        "hidden_layers.0.block.2.weight"};
+    ASSERT_GE(names.size(), head.size());
+    EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + head.size()), head);
+    EXPECT_NE(std::find(names.begin(), names.end(), "hidden_layers.1.block.4.weight"), names.end());
+    EXPECT_NE(std::find(names.begin(), names.end(), "hidden_layers.1.block.5.running_var"), names.end());
+    EXPECT_EQ(names[names.size() - 2], "output_layer.weight");
+    EXPECT_EQ(names.back(), "output_layer.bias");
+    // 7 input-layer entries, 2 blocks × (2 + 5 + 2 + 5), 2 output entries.
+    EXPECT_EQ(names.size(), 7u + 2u * 14u + 2u);
+}
+
+TEST(Networks, InitialisedNetworksGiveFiniteOutputsNearTheTargetMean) {
+    for (auto type : {ModelType::base, ModelType::deep}) {
+        ModelSpec spec;
+        spec.type = type;
+        torch::manual_seed(1);
+        RuntimeNet net(spec, 32);
+        net->initialise(-2.5);
+        net->eval();
+        torch::NoGradGuard no_grad;
+        const auto out = net->forward(torch::zeros({4, 32}));
+        EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
+        EXPECT_EQ(out.size(0), 4);
+        EXPECT_EQ(out.size(1), 1);
+        // Zero inputs through zero biases and ReLUs reach only the output bias.
+        EXPECT_NEAR(out[0][0].item<float>(), -2.5f, 1e-5f) << to_string(type);
+    }
+}
+
+}  // namespace
+}  // namespace mmt::model
