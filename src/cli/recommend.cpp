@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,12 +21,15 @@
 namespace mmt::cli {
 namespace {
 
+// Not a size anyone types: tells "not given" from a bad value.
+constexpr std::int64_t kUnset = std::numeric_limits<std::int64_t>::min();
+
 struct RecommendOptions {
     std::string model;
     std::string op = "mm";
-    std::int64_t m = 0;
-    std::int64_t n = 0;
-    std::int64_t k = 0;
+    std::int64_t m = kUnset;
+    std::int64_t n = kUnset;
+    std::int64_t k = kUnset;
     std::int64_t batch = 1;
     std::string dtype;
     std::string layout = "nn";
@@ -85,8 +89,8 @@ std::vector<ProblemToRank> problems_to_rank(const RecommendOptions& o, const mod
     const std::pair<const char*, std::int64_t> sizes[] = {{"--m", o.m}, {"--n", o.n}, {"--k", o.k}};
     for (const auto& [name, value] : sizes) {
         if (value <= 0) {
-            throw core::InputError(name, value == 0 ? "required (or give --shapeset)"
-                                                    : "must be positive, got " + std::to_string(value));
+            throw core::InputError(name, value == kUnset ? "required (or give --shapeset)"
+                                                         : "must be positive, got " + std::to_string(value));
         }
     }
     if (o.batch <= 0) throw core::InputError("--batch", "must be positive");
