@@ -60,6 +60,8 @@ std::vector<Conversion> plan(const ConvertOptions& options,
             inputs.emplace_back(name);
         }
     }
+    std::set<fs::path> input_set;
+    for (const auto& input : inputs) input_set.insert(fs::weakly_canonical(input));
     std::vector<Conversion> conversions;
     std::set<fs::path> outputs;
     for (const auto& input : inputs) {
@@ -69,8 +71,8 @@ std::vector<Conversion> plan(const ConvertOptions& options,
         auto output = fs::path(options.output_dir) / input.stem();
         output += core::extension_for(output_format);
         std::error_code ec;
-        if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
-            throw core::InputError(output.string(), "the output would replace its own input");
+        if (input_set.count(fs::weakly_canonical(output, ec)) > 0) {
+            throw core::InputError(output.string(), "the output would replace an input file");
         }
         if (!outputs.insert(output.lexically_normal()).second) {
             throw core::InputError(output.string(), "two inputs would be written to this file");

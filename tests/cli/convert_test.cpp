@@ -61,6 +61,24 @@ TEST_F(ConvertCommand, RefusesToOverwriteWithoutTheFlag) {
     EXPECT_EQ(run(with_flag).exit_code, 0);
 }
 
+TEST_F(ConvertCommand, NeverWritesOverAnotherInput) {
+    // In place, a.json -> a.msgpack would replace the input a.msgpack before it is read.
+    fs::create_directories(at("both"));
+    fs::copy_file(kData / "dataset_current.json", at("both") / "a.json");
+    fs::copy_file(kData / "dataset_legacy.json", at("both") / "a_legacy.json");
+    ASSERT_EQ(run({"convert", "--input-files", (at("both") / "a_legacy.json").string(),
+                   "--output-dir", at("both").string()})
+                  .exit_code,
+              0);
+    fs::rename(at("both") / "a_legacy.msgpack", at("both") / "a.msgpack");
+    const auto result = run({"convert", "--input-files", at("both").string(), "--output-dir",
+                             at("both").string(), "--overwrite"});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_EQ(result.err, "error: " + (at("both") / "a.msgpack").string() +
+                              ": the output would replace an input file\n");
+    EXPECT_EQ(slurp(at("both") / "a.json"), slurp(kData / "dataset_current.json"));
+}
+
 TEST_F(ConvertCommand, BadInputWritesNothing) {
     const auto file = (kData / "bad" / "unknown_dtype.json").string();
     const auto result = run({"convert", "--input-files", file, "--output-dir", at("out").string()});
