@@ -118,6 +118,8 @@ collect::CollectOptions to_collect_options(const CollectCliOptions& o, const Glo
 int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global) {
     const auto options = to_collect_options(o, global);
     const auto backend = collect::make_backend(resolved_device(global));
+    // Bad input is reported alone, before anything else is printed or measured.
+    collect::plan_collection(options, *backend);
     spdlog::info("measuring on {} ({})", backend->hardware_name(), backend->name());
 
     collect::InterruptHandlerScope interrupt_handler;
