@@ -51,6 +51,26 @@ std::string problem_id(const Problem& p) { return p.op_key() + "|" + core::shape
 
 std::vector<Problem> plan_problems(const CollectOptions& options, const Backend& backend,
                                    const CollectionDefaults& defaults) {
+    if (!options.problems.empty()) {
+        const auto supported = backend.supported_dtypes();
+        std::unordered_set<std::string> seen;
+        for (const auto& p : options.problems) {
+            if (!core::is_known_op(p.op) || !core::is_known_layout(p.layout)) {
+                throw core::InputError("problems", "unknown op or layout in " + describe_problem(p));
+            }
+            if (p.shape.B < 1 || p.shape.M < 1 || p.shape.N < 1 || p.shape.K < 1) {
+                throw core::InputError("problems", "dimensions must be positive in " + describe_problem(p));
+            }
+            if (!contains(supported, p.dtype())) {
+                throw core::InputError("problems", "dtype " + p.dtype() + " is not supported by the " +
+                                                       backend.name() + " backend");
+            }
+            if (!seen.insert(problem_id(p)).second) {
+                throw core::InputError("problems", describe_problem(p) + " is listed twice");
+            }
+        }
+        return options.problems;
+    }
     if (!options.shapeset.empty()) {
         const auto shapeset = core::load_shapeset(options.shapeset);
         auto problems = problems_from_shapeset(shapeset, options.shapeset_operations,
@@ -304,7 +324,10 @@ core::OrderedJson run_metadata(const CollectOptions& options, const CollectionPl
     run["repeat"] = plan.timing.repeat;
     run["statistic"] = "median";
     run["seed"] = options.seed;
-    if (!options.shapeset.empty()) {
+    if (!options.problems.empty()) {
+        run["source"] = "problem list";
+        run["num_shapes"] = options.problems.size();
+    } else if (!options.shapeset.empty()) {
         run["source"] = "shapeset";
         run["shapeset"] = options.shapeset.string();
     } else {

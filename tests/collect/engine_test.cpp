@@ -250,6 +250,22 @@ TEST_F(Engine, ShapesetProblemsAreCollectedInFileOrder) {
     EXPECT_EQ(plan.problems.front().op_key(), shapeset.operations.front().op);
 }
 
+TEST_F(Engine, AnExplicitProblemListIsMeasuredAsGiven) {
+    CollectOptions o = tiny(1);
+    o.problems = {make_problem("mm", "tn", 1, 33, 17, 9, "float32"),
+                  make_problem("bmm", "nn", 2, 8, 8, 8, "float32")};
+    const auto summary = run_collection(o, m_backend);
+    EXPECT_EQ(summary.problems_collected, 2u);
+    const auto& hw = summary.hardware;
+    EXPECT_TRUE(summary.dataset.contains(hw, "mm_tn", o.problems[0].shape));
+    EXPECT_TRUE(summary.dataset.contains(hw, "bmm", o.problems[1].shape));
+
+    o.problems.push_back(o.problems[0]);
+    EXPECT_THROW(plan_collection(o, m_backend), core::InputError);  // listed twice
+    o.problems = {make_problem("mm", "nn", 1, 8, 8, 8, "bfloat16")};
+    EXPECT_THROW(plan_collection(o, m_backend), core::InputError);
+}
+
 std::string bad_subject(const CollectOptions& o, const Backend& backend) {
     try {
         plan_collection(o, backend);

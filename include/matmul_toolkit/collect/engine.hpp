@@ -23,7 +23,9 @@
 namespace mmt::collect {
 
 struct CollectOptions {
-    // What to measure: generated problems, or a shapeset's when `shapeset` is set.
+    // What to measure: `problems` when given, else a shapeset's when `shapeset` is set,
+    // else generated problems.
+    std::vector<Problem> problems;
     GeneratorOptions generator;  ///< empty dtypes: the backend's default dtypes
     /// Unset: the backend's default (4096 on CUDA, 512 on CPU).
     std::optional<std::int64_t> max_size;
