@@ -2,9 +2,11 @@
 //   cuda_gemm_bench suite          best EXHAUSTIVE / DEFAULT config vs cuBLAS on the suite
 //   cuda_gemm_bench throughput     the whole EXHAUSTIVE grid on one problem, cold and warm kernel cache
 //   cuda_gemm_bench repeatability  DEFAULT configs timed in two passes: relative differences
+//   cuda_gemm_bench ab             the two main loops (KernelSpec::frag_pipeline) side by side
 // Options: --out DIR (tables as .md/.csv there), --quick (fewer problems).
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -110,16 +112,19 @@ void run_suite(const Args& args) {
     for (const Problem& p : problems) {
         const auto start = Clock::now();
         backend.prepare(p, 42);
-        const auto configs = specialize_configs(exhaustive, p, false);
-        const PruneResult pruned = backend.prune(configs, p);
-        std::vector<Ranked> ranked;
+        // Screen before pruning, so screened-out kernels are not even compiled.
+        std::vector<core::GemmConfig> candidates;
         std::size_t screened = 0, failed = 0;
+        for (const auto& c : specialize_configs(exhaustive, p, false)) {
+            if (screened_out(p, c, sms))
+                ++screened;
+            else
+                candidates.push_back(c);
+        }
+        const PruneResult pruned = backend.prune(candidates, p);
+        std::vector<Ranked> ranked;
         std::string first_failure;
         for (const auto& c : pruned.kept) {
-            if (screened_out(p, c, sms)) {
-                ++screened;
-                continue;
-            }
             try {
                 ranked.push_back({c, backend.time(p, c, screen).median_ms});
             } catch (const std::exception& e) {
@@ -131,6 +136,9 @@ void run_suite(const Args& args) {
         const std::size_t top = std::min<std::size_t>(ranked.size(), 6);
         for (std::size_t i = 0; i < top; ++i) ranked[i].ms = backend.time(p, ranked[i].config, confirm).median_ms;
         std::sort(ranked.begin(), ranked.begin() + top, [](const Ranked& a, const Ranked& b) { return a.ms < b.ms; });
+        for (std::size_t i = 0; i < top; ++i)
+            std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s\n", i + 1, describe_config(ranked[i].config).c_str(),
+                        ranked[i].ms, tflops(p, ranked[i].ms));
         // Best DEFAULT config: rank by the screen, confirm its leader.
         Ranked best_default{{}, 1e30};
         const auto default_specialized = specialize_configs(defaults, p, false);
@@ -278,6 +286,54 @@ void run_repeatability(const Args& args) {
     write_file(args.out / "repeatability.md", md.str());
 }
 
+// ---------------------------------------------------------------------- main-loop A/B
+// The same configs with fragments double-buffered across k-tiles (frag_pipeline 1) and
+// only within a tile (0), on the problems where the kernel is compute-bound.
+void run_ab(const Args& args) {
+    cuda::CudaBackendOptions off, on;
+    off.frag_pipeline = 0;
+    on.frag_pipeline = 1;
+    off.cache_dir = on.cache_dir = cuda::KernelCache::default_disk_dir();
+    cuda::CudaBackend a(off), b(on);
+    std::vector<Problem> problems{make_problem("mm", 1, 4096, 4096, 4096, "bfloat16"),
+                                  make_problem("mm", 1, 2552, 10616, 7616, "float16")};
+    std::vector<core::GemmConfig> configs = default_configs();
+    for (const auto& [bm, bn, bk, st, w] : std::vector<std::array<int, 5>>{
+             {128, 256, 32, 3, 8}, {128, 256, 32, 4, 8}, {256, 128, 32, 3, 8}, {128, 256, 64, 3, 8},
+             {128, 128, 32, 4, 4}, {128, 128, 64, 4, 8}, {64, 256, 32, 4, 4}, {256, 64, 32, 4, 4}}) {
+        core::GemmConfig c;
+        c.block_m = bm, c.block_n = bn, c.block_k = bk, c.num_stages = st, c.num_warps = w;
+        configs.push_back(c);
+    }
+    const TimingOptions t{3, 15};
+    std::ostringstream md;
+    md << "# Main loop A/B on " << a.hardware_name()
+       << ": fragments double-buffered across k-tiles (on) or within a tile (off)\n\n"
+       << "| problem | config | off TFLOP/s | on TFLOP/s | on/off | rule picks |\n|---|---|---|---|---|---|\n";
+    for (const Problem& p : problems) {
+        a.prepare(p, 42);
+        b.prepare(p, 42);
+        const auto specialized = specialize_configs(configs, p, false);
+        const auto kept = a.prune(specialized, p).kept;
+        b.prune(kept, p);
+        for (const auto& c : kept) {
+            if (c.num_stages < 2) continue;
+            try {
+                const double t0 = a.time(p, c, t).median_ms, t1 = b.time(p, c, t).median_ms;
+                char line[300];
+                std::snprintf(line, sizeof line, "| %s | %s | %.1f | %.1f | %.3f | %s |\n", shape_text(p).c_str(),
+                              describe_config(c).c_str(), tflops(p, t0), tflops(p, t1), t0 / t1,
+                              cuda::make_spec(c, p).frag_pipeline ? "on" : "off");
+                md << line;
+            } catch (const std::exception& e) {
+                md << "| " << shape_text(p) << " | " << describe_config(c) << " | failed: " << e.what() << " |||\n";
+            }
+        }
+    }
+    std::printf("%s", md.str().c_str());
+    write_file(args.out / "ab.md", md.str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -295,8 +351,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability") {
-        std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability [--out DIR] [--quick]\n");
+    if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
+        std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick]\n");
         return 2;
     }
     if (!cuda_backend_device_available()) {
@@ -308,6 +364,7 @@ int main(int argc, char** argv) {
         if (args.mode == "suite") run_suite(args);
         if (args.mode == "throughput") run_throughput(args);
         if (args.mode == "repeatability") run_repeatability(args);
+        if (args.mode == "ab") run_ab(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;

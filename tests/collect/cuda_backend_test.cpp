@@ -41,7 +41,8 @@ protected:
 };
 
 // Every DEFAULT config, for every dtype (float32 with and without TF32), op and layout,
-// on aligned problems (16-byte loads) and on odd ones (element loads), against cuBLAS.
+// on aligned problems (16-byte loads) and on odd ones (element loads), against cuBLAS;
+// on aligned problems both main loops (fragments pipelined across k-tiles or not).
 TEST_F(CudaBackendTest, EveryDefaultConfigMatchesCublas) {
     CudaBackend backend(options());
     std::vector<std::string> failures;
@@ -56,10 +57,16 @@ TEST_F(CudaBackendTest, EveryDefaultConfigMatchesCublas) {
                     auto configs = specialize_configs(default_configs(), p, tf32);
                     const PruneResult kept = backend.prune(configs, p);  // queues the compiles
                     for (const auto& c : kept.kept) {
-                        const KernelSpec spec = make_spec(c, p);
-                        const Verification v = backend.verify(spec);
-                        ++checked;
-                        if (!v.passed) failures.push_back(spec_name(spec) + ": " + v.message);
+                        std::vector<KernelSpec> specs{make_spec(c, p)};
+                        if (aligned && specs[0].math != MathPath::fma && c.num_stages >= 2) {
+                            specs.push_back(specs[0]);
+                            specs[1].frag_pipeline = !specs[0].frag_pipeline;
+                        }
+                        for (const auto& spec : specs) {
+                            const Verification v = backend.verify(spec);
+                            ++checked;
+                            if (!v.passed) failures.push_back(spec_name(spec) + ": " + v.message);
+                        }
                     }
                 }
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checked << " wrong; first: " << failures[0];

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "cuda/compile_worker.hpp"
 #include "cuda/kernel_source.hpp"
 #include "cuda/kernel_spec.hpp"
 #include "cuda/nvrtc_compiler.hpp"
@@ -95,13 +96,18 @@ TEST(CudaNvrtcCompiler, CompilesDefaultAndSampledExhaustiveConfigsToPtx) {
     ASSERT_EQ(seen_layouts.size(), 4u);
     ASSERT_EQ(seen_archs.size(), 2u);
 
+    // One forked NVRTC process per thread (NVRTC serialises compilations in a process).
+    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+    std::vector<std::unique_ptr<CompileWorker>> processes;
+    for (unsigned t = 0; t < threads; ++t) processes.push_back(CompileWorker::spawn(gemm_kernel_source()));
     std::atomic<std::size_t> next{0};
     std::mutex mutex;
     std::vector<std::string> failures;
-    const auto worker = [&] {
+    const auto worker = [&](CompileWorker* process) {
         for (std::size_t i = next++; i < jobs.size(); i = next++) {
             const auto& job = jobs[i];
-            const CompileResult r = compile_kernel(kernel_prelude(job.spec), gemm_kernel_source(), job.arch);
+            const CompileResult r = process ? process->compile(kernel_prelude(job.spec), job.arch)
+                                            : compile_kernel(kernel_prelude(job.spec), gemm_kernel_source(), job.arch);
             const bool has_entry = r.image.find(".entry mmt_gemm") != std::string::npos;
             if (!r.ok || !has_entry) {
                 std::lock_guard<std::mutex> lock(mutex);
@@ -109,9 +115,8 @@ TEST(CudaNvrtcCompiler, CompilesDefaultAndSampledExhaustiveConfigsToPtx) {
             }
         }
     };
-    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
     std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, processes[t].get());
     for (auto& t : pool) t.join();
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];
     EXPECT_GE(jobs.size(), 50u);

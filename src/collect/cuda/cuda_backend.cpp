@@ -136,7 +136,8 @@ std::size_t element_count(const Problem& p, char which) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(const CudaBackendOptions& options) : m_context(options.device_index) {
+CudaBackend::CudaBackend(const CudaBackendOptions& options)
+    : m_context(options.device_index), m_frag_pipeline(options.frag_pipeline) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
     if (info.cc_major < 8)
@@ -195,7 +196,7 @@ PruneResult CudaBackend::prune(const std::vector<core::GemmConfig>& configs, con
     const DeviceLimits device_limits = limits();
     bool tf32 = false;
     for (const auto& config : configs) {
-        const KernelSpec spec = make_spec(config, problem);
+        const KernelSpec spec = spec_for(config, problem);
         if (auto reason = unsupported_reason(spec, device_limits)) {
             result.pruned.push_back({config, *reason});
             continue;
@@ -207,6 +208,13 @@ PruneResult CudaBackend::prune(const std::vector<core::GemmConfig>& configs, con
     }
     if (tf32) m_tf32_problems.insert(describe(problem));
     return result;
+}
+
+KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& problem) const {
+    KernelSpec spec = make_spec(config, problem);
+    if (m_frag_pipeline >= 0 && spec.math != MathPath::fma && spec.num_stages >= 2)
+        spec.frag_pipeline = m_frag_pipeline == 1;
+    return spec;
 }
 
 bool CudaBackend::reference_tf32(const Problem& problem) const {
@@ -400,7 +408,7 @@ Timing CudaBackend::time(const Problem& problem, const core::GemmConfig& config,
     if (!m_problem || !(m_problem->shape == problem.shape) || m_problem->op != problem.op ||
         m_problem->layout != problem.layout)
         throw core::Error("cuda backend", "time() called for a problem that was not prepared");
-    const KernelSpec spec = make_spec(config, problem);
+    const KernelSpec spec = spec_for(config, problem);
     if (auto reason = unsupported_reason(spec, limits())) throw core::Error("kernel " + spec_name(spec), *reason);
     LoadedKernel& k = load_verified(spec);
     const GemmOperands ops{m_a.get(), m_b.get(), m_c.get(), m_bias.get()};
@@ -429,7 +437,7 @@ std::vector<float> CudaBackend::read_output(const Problem& problem) {
 
 void CudaBackend::run_once(const Problem& problem, const core::GemmConfig& config) {
     m_context.make_current();
-    const KernelSpec spec = make_spec(config, problem);
+    const KernelSpec spec = spec_for(config, problem);
     LoadedKernel& k = load(spec);
     launch(spec, k, problem, {m_a.get(), m_b.get(), m_c.get(), m_bias.get()});
     CUDA_CHECK(driver().cuStreamSynchronize(m_stream));

@@ -27,6 +27,9 @@ struct CudaBackendOptions {
     bool disk_cache = true;
     /// NVRTC worker threads (0: hardware threads - 1).
     int compile_threads = 0;
+    /// Forces KernelSpec::frag_pipeline on (1) or off (0) for every kernel; -1 keeps
+    /// make_spec's rule. For benchmarks comparing the two main loops.
+    int frag_pipeline = -1;
 };
 
 /// Counters over the backend's life.
@@ -87,6 +90,7 @@ private:
         std::optional<Verification> verification;
     };
 
+    KernelSpec spec_for(const core::GemmConfig& config, const Problem& problem) const;
     LoadedKernel& load(const KernelSpec& spec);
     LoadedKernel& load_verified(const KernelSpec& spec);
     CUfunction utility_function(const char* name);
@@ -96,6 +100,7 @@ private:
     bool reference_tf32(const Problem& problem) const;
 
     PrimaryContext m_context;
+    int m_frag_pipeline = -1;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
     std::unique_ptr<EventTimer> m_timer;

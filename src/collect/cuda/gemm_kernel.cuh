@@ -38,6 +38,11 @@ constexpr int VEC_A = MMT_VEC_A;               // elements per global load of A
 constexpr int VEC_B = MMT_VEC_B;
 constexpr int VEC_C = MMT_VEC_C;               // 2 when pairs of C elements may be stored together
 constexpr bool ADDMM = MMT_ADDMM != 0;
+// MMT_FRAG_PIPELINE 1: fragments double-buffered across k-tiles too (mainloop_mma);
+// 0: across the k-steps of a tile only. The prelude always sets it.
+#ifndef MMT_FRAG_PIPELINE
+#define MMT_FRAG_PIPELINE 0
+#endif
 
 #if MMT_DTYPE == 2
 typedef float elem_t;
@@ -219,55 +224,82 @@ __device__ __forceinline__ void ldmatrix_x2_trans(unsigned (&r)[2], unsigned add
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
 
-// Fragments of k-step `ks` of the stage at `sa` / `sb` (shared addresses), for the warp
-// tile at (wm0, wn0).
-__device__ __forceinline__ void load_frags(Frags& f, unsigned sa, unsigned sb, const float* sf, int wm0, int wn0,
-                                           int ks, int lane) {
-    const int k0 = ks * KSTEP;
-#if MMT_MATH == 0
+// Per-thread byte offsets (inside a stage) of this thread's ldmatrix rows at k-step 0.
+struct FragBase {
+    unsigned a[MT];
+    unsigned b[(NT + 1) / 2];
+};
+
+__device__ __forceinline__ void init_frag_base(FragBase& fb, int wm0, int wn0, int lane) {
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
         const int m0 = wm0 + i * 16;
-        int off;
-        if constexpr (A_KMAJOR) {
-            off = swizzle<A_COLS>(m0 + (lane & 7) + ((lane >> 3) & 1) * 8, k0 + (lane >> 4) * 8);
-            ldmatrix_x4(f.a[i], sa + off * ELT);
-        } else {
-            off = swizzle<A_COLS>(k0 + (lane & 7) + (lane >> 4) * 8, m0 + ((lane >> 3) & 1) * 8);
-            ldmatrix_x4_trans(f.a[i], sa + off * ELT);
-        }
+        fb.a[i] = ELT * (A_KMAJOR ? swizzle<A_COLS>(m0 + (lane & 7) + ((lane >> 3) & 1) * 8, (lane >> 4) * 8)
+                                  : swizzle<A_COLS>((lane & 7) + (lane >> 4) * 8, m0 + ((lane >> 3) & 1) * 8));
     }
 #pragma unroll
     for (int j = 0; j < NT; j += 2) {
         const int n0 = wn0 + j * 8;
+        const int l = j + 1 < NT ? lane : (lane & 15);  // x2 loads use lanes 0-15 only
+        fb.b[j / 2] = ELT * (B_KMAJOR ? swizzle<B_COLS>(n0 + (l & 7) + (l >> 4) * 8, ((l >> 3) & 1) * 8)
+                                      : swizzle<B_COLS>((l & 7) + ((l >> 3) & 1) * 8, n0 + (l >> 4) * 8));
+    }
+}
+
+// The offset at k-step ks from the k-step-0 offset. K-major tiles move along the row:
+// the swizzle turns that into an XOR of the chunk bits. Otherwise the tile moves down 16
+// rows: an add, plus for 2-chunk rows (16 elements) a flip of the line parity bit.
+// (Checked against swizzle() for every tile shape, lane and step.)
+template <bool KMAJOR, int COLS>
+__device__ __forceinline__ unsigned frag_offset(unsigned off0, int ks) {
+    if constexpr (KMAJOR) {
+        return off0 ^ static_cast<unsigned>(32 * ks);
+    } else {
+        constexpr int CPR = COLS * ELT / 16;
+        const unsigned flip = CPR == 2 ? 64u * (ks & 1) : 0u;
+        return (off0 ^ flip) + static_cast<unsigned>(16 * ks * COLS * ELT);
+    }
+}
+
+// Fragments of k-step `ks` of the stage at shared address `stage` (`sf` is the same stage
+// as a pointer, for the tf32 path), for the warp tile at (wm0, wn0).
+__device__ __forceinline__ void load_frags(Frags& f, unsigned stage, const float* sf, const FragBase& fb, int wm0,
+                                           int wn0, int ks, int lane) {
+#if MMT_MATH == 0
+    const unsigned sb = stage + A_TILE * ELT;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        const unsigned addr = stage + frag_offset<A_KMAJOR, A_COLS>(fb.a[i], ks);
+        if constexpr (A_KMAJOR)
+            ldmatrix_x4(f.a[i], addr);
+        else
+            ldmatrix_x4_trans(f.a[i], addr);
+    }
+#pragma unroll
+    for (int j = 0; j < NT; j += 2) {
+        const unsigned addr = sb + frag_offset<B_KMAJOR, B_COLS>(fb.b[j / 2], ks);
         if (j + 1 < NT) {
             unsigned r[4];
-            if constexpr (B_KMAJOR) {
-                const int off = swizzle<B_COLS>(n0 + (lane & 7) + (lane >> 4) * 8, k0 + ((lane >> 3) & 1) * 8);
-                ldmatrix_x4(r, sb + off * ELT);
-            } else {
-                const int off = swizzle<B_COLS>(k0 + (lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8);
-                ldmatrix_x4_trans(r, sb + off * ELT);
-            }
+            if constexpr (B_KMAJOR)
+                ldmatrix_x4(r, addr);
+            else
+                ldmatrix_x4_trans(r, addr);
             f.b[j][0] = r[0];
             f.b[j][1] = r[1];
             f.b[(j + 1) % NT][0] = r[2];
             f.b[(j + 1) % NT][1] = r[3];
         } else {
             unsigned r[2];
-            const int l = lane & 15;
-            if constexpr (B_KMAJOR) {
-                const int off = swizzle<B_COLS>(n0 + (l & 7), k0 + ((l >> 3) & 1) * 8);
-                ldmatrix_x2(r, sb + off * ELT);
-            } else {
-                const int off = swizzle<B_COLS>(k0 + (l & 7) + ((l >> 3) & 1) * 8, n0);
-                ldmatrix_x2_trans(r, sb + off * ELT);
-            }
+            if constexpr (B_KMAJOR)
+                ldmatrix_x2(r, addr);
+            else
+                ldmatrix_x2_trans(r, addr);
             f.b[j][0] = r[0];
             f.b[j][1] = r[1];
         }
     }
 #else
+    const int k0 = ks * KSTEP;
     // tf32: 32-bit elements; ldmatrix cannot transpose them, so fragments come from
     // single-word shared loads (the swizzle keeps the 8 rows of a phase on distinct banks).
     const float* as = sf;
@@ -323,20 +355,80 @@ struct Accum {
 };
 
 __device__ __forceinline__ void compute_stage(Accum& acc, const elem_t* stage, int wm0, int wn0, int lane) {
+    FragBase fb;
+    init_frag_base(fb, wm0, wn0, lane);
     const unsigned sa = smem_addr(stage);
-    const unsigned sb = sa + A_TILE * ELT;
     const float* sf = reinterpret_cast<const float*>(stage);
     // Register double-buffering: fragments of step ks+1 load while step ks multiplies.
     Frags f[2];
-    load_frags(f[0], sa, sb, sf, wm0, wn0, 0, lane);
+    load_frags(f[0], sa, sf, fb, wm0, wn0, 0, lane);
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
-        if (ks + 1 < KSTEPS) load_frags(f[(ks + 1) & 1], sa, sb, sf, wm0, wn0, ks + 1, lane);
+        if (ks + 1 < KSTEPS) load_frags(f[(ks + 1) & 1], sa, sf, fb, wm0, wn0, ks + 1, lane);
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
             for (int j = 0; j < NT; ++j) mma(acc.c[i][j], f[ks & 1].a[i], f[ks & 1].b[j]);
     }
+}
+
+__device__ __forceinline__ void mma_all(Accum& acc, const Frags& f) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) mma(acc.c[i][j], f.a[i], f.b[j]);
+}
+
+// The pipelined main loop of the tensor-core paths (num_stages >= 2). Besides the cp.async
+// ring, fragments are double-buffered in registers across k-steps and across k-tiles: the
+// barrier that publishes tile kt+1 comes before the last k-step's MMAs of tile kt, so the
+// first fragments of tile kt+1 load while those MMAs run.
+template <typename LoadStage>
+__device__ __forceinline__ void mainloop_mma(Accum& acc, elem_t* smem, int k_tiles, LoadStage& load_stage, int wm0,
+                                             int wn0, int lane) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) load_stage(s, s);
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const unsigned base = smem_addr(smem);
+    constexpr unsigned STAGE_BYTES = STAGE_ELEMS * ELT;
+    FragBase fb;
+    init_frag_base(fb, wm0, wn0, lane);
+    Frags f[2];
+    load_frags(f[0], base, reinterpret_cast<const float*>(smem), fb, wm0, wn0, 0, lane);
+    int read_slot = 0;
+    int write_slot = STAGES - 1;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        const unsigned sa = base + read_slot * STAGE_BYTES;
+        const float* sf = reinterpret_cast<const float*>(smem + read_slot * STAGE_ELEMS);
+        const int next_slot = read_slot + 1 == STAGES ? 0 : read_slot + 1;
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ++ks) {
+            if (ks == 0) {
+                // write_slot held tile kt-1, whose last fragments were read before the
+                // barrier that ended tile kt-1.
+                if (kt + STAGES - 1 < k_tiles) load_stage(kt + STAGES - 1, write_slot);
+                cp_async_commit();
+            }
+            if (ks == KSTEPS - 1) {
+                cp_async_wait<STAGES - 2>();  // tile kt+1 has landed (this thread's copies)
+                __syncthreads();              // ... and every other thread's
+                if (kt + 1 < k_tiles)
+                    load_frags(f[(ks + 1) & 1], base + next_slot * STAGE_BYTES,
+                               reinterpret_cast<const float*>(smem + next_slot * STAGE_ELEMS), fb, wm0, wn0, 0, lane);
+            } else {
+                load_frags(f[(ks + 1) & 1], sa, sf, fb, wm0, wn0, ks + 1, lane);
+            }
+            mma_all(acc, f[ks & 1]);
+            if constexpr (KSTEPS == 1) f[0] = f[1];  // keeps buffer indices compile-time
+        }
+        read_slot = next_slot;
+        write_slot = write_slot + 1 == STAGES ? 0 : write_slot + 1;
+    }
+    cp_async_wait<0>();
 }
 
 __device__ __forceinline__ void epilogue(const Accum& acc, elem_t* c, const elem_t* bias, int m_base, int n_base,
@@ -494,6 +586,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const int cta_arg = tid;
 #endif
 
+#if MMT_MATH != 2 && MMT_FRAG_PIPELINE
+    if constexpr (STAGES >= 2) {
+        mainloop_mma(acc, smem, k_tiles, load_stage, wm0, wn0, lane);
+    } else
+#endif
     if constexpr (STAGES == 1) {
         for (int kt = 0; kt < k_tiles; ++kt) {
             load_stage(kt, 0);

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "compile_worker.hpp"
 #include "nvrtc_compiler.hpp"
 
 namespace mmt::collect::cuda {
@@ -51,7 +52,10 @@ KernelCache::KernelCache(std::string_view source, std::string arch, std::filesys
         }
     }
     if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
-    for (int i = 0; i < threads; ++i) m_workers.emplace_back([this] { worker_loop(); });
+    // Every process is forked before any of this cache's threads exists (see CompileWorker).
+    std::vector<std::unique_ptr<CompileWorker>> processes;
+    for (int i = 0; i < threads; ++i) processes.push_back(CompileWorker::spawn(m_source));
+    for (auto& p : processes) m_workers.emplace_back([this, w = p.release()] { worker_loop(std::unique_ptr<CompileWorker>(w)); });
 }
 
 KernelCache::~KernelCache() {
@@ -96,7 +100,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::get(const std::string& prelud
         // Not started by a worker: build it here rather than wait behind the queue.
         entry->state = Entry::State::running;
         lock.unlock();
-        run(*entry);
+        run(*entry, nullptr);
         lock.lock();
     } else if (entry->state == Entry::State::running) {
         const auto start = std::chrono::steady_clock::now();
@@ -106,10 +110,10 @@ std::shared_ptr<const CompiledKernel> KernelCache::get(const std::string& prelud
     return entry->result;
 }
 
-void KernelCache::run(Entry& entry) {
+void KernelCache::run(Entry& entry, CompileWorker* worker) {
     std::shared_ptr<const CompiledKernel> result;
     try {
-        result = build(entry.prelude);
+        result = build(entry.prelude, worker);
     } catch (const std::exception& e) {
         auto failed = std::make_shared<CompiledKernel>();
         failed->log = e.what();
@@ -121,14 +125,25 @@ void KernelCache::run(Entry& entry) {
     entry.done_cv.notify_all();
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::build(const std::string& prelude) {
+std::shared_ptr<const CompiledKernel> KernelCache::build(const std::string& prelude, CompileWorker* worker) {
     const std::string key = key_text(prelude);
     if (auto cached = read_disk(key)) {
         std::lock_guard<std::mutex> lock(m_mutex);
         ++m_stats.disk_hits;
         return cached;
     }
-    const CompileResult compiled = compile_kernel(prelude, m_source, m_arch);
+    CompileResult compiled;
+    bool in_process = worker == nullptr || !worker->alive();
+    if (!in_process) {
+        try {
+            compiled = worker->compile(prelude, m_arch);
+        } catch (const std::exception& e) {
+            // The process died (crash, OOM kill): this thread compiles in-process from now on.
+            spdlog::warn("kernel cache: {}; compiling in-process", e.what());
+            in_process = true;
+        }
+    }
+    if (in_process) compiled = compile_kernel(prelude, m_source, m_arch);
     auto kernel = std::make_shared<CompiledKernel>();
     kernel->ok = compiled.ok;
     kernel->image = compiled.image;
@@ -198,7 +213,7 @@ void KernelCache::write_disk(const std::string& key, const CompiledKernel& kerne
     }
 }
 
-void KernelCache::worker_loop() {
+void KernelCache::worker_loop(std::unique_ptr<CompileWorker> worker) {
     for (;;) {
         std::shared_ptr<Entry> entry;
         {
@@ -210,7 +225,7 @@ void KernelCache::worker_loop() {
             if (entry->state != Entry::State::queued) continue;  // get() took it
             entry->state = Entry::State::running;
         }
-        run(*entry);
+        run(*entry, worker.get());
     }
 }
 

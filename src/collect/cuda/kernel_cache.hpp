@@ -16,6 +16,8 @@
 
 namespace mmt::collect::cuda {
 
+class CompileWorker;
+
 /// One cache entry's outcome.
 struct CompiledKernel {
     bool ok = false;
@@ -40,7 +42,8 @@ struct KernelCacheStats {
 class KernelCache {
 public:
     /// `arch` is an NVRTC target ("sm_90", or "compute_90" for PTX); an empty `disk_dir`
-    /// keeps the cache in memory only; `threads` compile ahead (0: hardware threads - 1).
+    /// keeps the cache in memory only; `threads` compile ahead (0: hardware threads - 1),
+    /// each through its own forked NVRTC process (see CompileWorker).
     KernelCache(std::string_view source, std::string arch, std::filesystem::path disk_dir, int threads = 0);
     ~KernelCache();
     KernelCache(const KernelCache&) = delete;
@@ -64,12 +67,12 @@ private:
     struct Entry;
 
     std::shared_ptr<Entry> find_or_add(const std::string& prelude, bool queue);
-    void run(Entry& entry);
-    std::shared_ptr<const CompiledKernel> build(const std::string& prelude);
+    void run(Entry& entry, CompileWorker* worker);
+    std::shared_ptr<const CompiledKernel> build(const std::string& prelude, CompileWorker* worker);
     std::string key_text(const std::string& prelude) const;
     std::shared_ptr<CompiledKernel> read_disk(const std::string& key) const;
     void write_disk(const std::string& key, const CompiledKernel& kernel);
-    void worker_loop();
+    void worker_loop(std::unique_ptr<CompileWorker> worker);
 
     std::string m_source;
     std::string m_arch;

@@ -130,6 +130,8 @@ KernelSpec make_spec(const core::GemmConfig& c, const std::string& dtype, const 
         else
             choose_warp_grid(s);
     }
+    s.frag_pipeline = s.math != MathPath::fma && s.num_stages >= 2 && s.warps_m != 0 &&
+                      estimated_registers(s) <= kFragPipelineRegisters;
     return s;
 }
 
@@ -196,6 +198,7 @@ std::string kernel_prelude(const KernelSpec& s) {
     def("MMT_VEC_B", s.align.vec_b);
     def("MMT_VEC_C", s.align.vec_c);
     def("MMT_ADDMM", s.op == "addmm" ? 1 : 0);
+    def("MMT_FRAG_PIPELINE", s.frag_pipeline ? 1 : 0);
     return o.str();
 }
 
@@ -203,7 +206,8 @@ std::string spec_name(const KernelSpec& s) {
     std::ostringstream o;
     o << dtype_short(s.dtype) << (s.allow_tf32 ? "_tf32" : "") << '_' << s.op << '_' << s.layout << '_' << s.block_m
       << 'x' << s.block_n << 'x' << s.block_k << "_g" << s.group_m << "_s" << s.num_stages << "_w" << s.num_warps
-      << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "");
+      << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "")
+      << (s.frag_pipeline ? "_fp" : "");
     return o.str();
 }
 

@@ -47,7 +47,14 @@ struct KernelSpec {
     int warps_n = 0;
     int thread_m = 0;  ///< accumulators per thread along M / N (FMA path); 0 when none fits
     int thread_n = 0;
+    /// Tensor-core paths with num_stages >= 2: double-buffer fragments across k-tiles too
+    /// (one more fragment set live while the next tile's loads issue). make_spec turns it
+    /// on when estimated_registers() leaves room for that: <= kFragPipelineRegisters.
+    bool frag_pipeline = false;
 };
+
+/// Register estimate up to which make_spec() enables KernelSpec::frag_pipeline.
+inline constexpr int kFragPipelineRegisters = 200;
 
 /// What the prune rule needs to know about a device.
 struct DeviceLimits {
