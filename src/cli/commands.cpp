@@ -47,6 +47,8 @@ void register_all_commands(CLI::App& app, const GlobalOptions& global) {
     register_collect(app, global);
     register_create_validation(app, global);
     register_collect_shapeset(app, global);
+    register_train(app, global);
+    register_validate_model(app, global);
 }
 
 }  // namespace mmt::cli

@@ -116,13 +116,13 @@ struct Accumulator {
     }
 };
 
-nlohmann::json number(double value) {
+nlohmann::ordered_json number(double value) {
     if (std::isfinite(value)) return value;
     return nullptr;
 }
 
-nlohmann::json metrics_json(const Metrics& m) {
-    nlohmann::json j;
+nlohmann::ordered_json metrics_json(const Metrics& m) {
+    nlohmann::ordered_json j;
     j["op"] = m.op;
     j["problems"] = m.problems;
     j["rows"] = m.rows;
@@ -133,7 +133,7 @@ nlohmann::json metrics_json(const Metrics& m) {
     j["mape_percent"] = number(m.mape_percent);
     j["spearman"] = number(m.spearman);
     j["spearman_problems"] = m.spearman_problems;
-    nlohmann::json top = nlohmann::json::object();
+    nlohmann::ordered_json top = nlohmann::ordered_json::object();
     for (std::size_t k = 0; k < kTopK.size(); ++k) top[std::to_string(kTopK[k])] = number(m.top_k_achieved[k]);
     j["top_k_achieved_fraction"] = top;
     return j;
@@ -228,14 +228,14 @@ EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<Pr
     return evaluate_predictions(problems, predicted, top_n_worst);
 }
 
-nlohmann::json report_json(const EvaluationReport& report) {
-    nlohmann::json j;
+nlohmann::ordered_json report_json(const EvaluationReport& report) {
+    nlohmann::ordered_json j;
     j["overall"] = metrics_json(report.overall);
-    j["per_op"] = nlohmann::json::array();
+    j["per_op"] = nlohmann::ordered_json::array();
     for (const auto& m : report.per_op) j["per_op"].push_back(metrics_json(m));
-    j["worst_predictions"] = nlohmann::json::array();
+    j["worst_predictions"] = nlohmann::ordered_json::array();
     for (const auto& w : report.worst) {
-        nlohmann::json item;
+        nlohmann::ordered_json item;
         item["hardware"] = w.hardware;
         item["op"] = w.op;
         item["B"] = w.shape.B;
@@ -279,15 +279,14 @@ std::string format_report(const EvaluationReport& report) {
            "model's k best-ranked configs\n";
     if (!report.worst.empty()) {
         out << "\nworst predictions (largest |ln predicted - ln actual|):\n";
-        std::snprintf(line, sizeof(line), "%-10s %-8s %6s %6s %6s %6s %-9s %-22s %12s %12s %8s\n", "op",
-                      "dtype", "B", "M", "N", "K", "config", "tiles", "predicted_ms", "actual_ms", "ratio");
+        std::snprintf(line, sizeof(line), "%-10s %-8s %6s %6s %6s %6s  %-24s %12s %12s %8s\n", "op",
+                      "dtype", "B", "M", "N", "K", "config", "predicted_ms", "actual_ms", "ratio");
         out << line;
         for (const auto& w : report.worst) {
-            std::snprintf(line, sizeof(line), "%-10s %-8s %6lld %6lld %6lld %6lld %-9s %-22s %12.5g %12.5g %8.3f\n",
+            std::snprintf(line, sizeof(line), "%-10s %-8s %6lld %6lld %6lld %6lld  %-24s %12.5g %12.5g %8.3f\n",
                           w.op.c_str(), w.shape.M_dtype.c_str(), static_cast<long long>(w.shape.B),
                           static_cast<long long>(w.shape.M), static_cast<long long>(w.shape.N),
-                          static_cast<long long>(w.shape.K), w.config.name.substr(0, 9).c_str(),
-                          config_summary(w.config).c_str(), w.predicted_ms, w.actual_ms, w.ratio);
+                          static_cast<long long>(w.shape.K), config_summary(w.config).c_str(), w.predicted_ms, w.actual_ms, w.ratio);
             out << line;
         }
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "matmul_toolkit/core/error.hpp"
@@ -61,6 +62,35 @@ std::vector<ProblemGroup> group_problems(const core::Dataset& dataset, const std
         }
     }
     return problems;
+}
+
+std::vector<ProblemGroup> select_dataset_problems(const core::Dataset& dataset, const std::string& source,
+                                                  const std::optional<std::string>& hardware,
+                                                  const std::optional<std::string>& op) {
+    auto problems = group_problems(dataset.filter(hardware, op), source);
+    if (!problems.empty()) return problems;
+
+    std::ostringstream what;
+    what << "no timed kernel configs";
+    if (hardware || op) {
+        what << " after the filters";
+        if (hardware) what << " --hardware-name '" << *hardware << "'";
+        if (op) what << " --op-name '" << *op << "'";
+    }
+    what << " (vendor-library aten_* entries are not training rows)";
+    if (dataset.empty()) {
+        what << "; the dataset is empty";
+    } else {
+        std::set<std::string> ops;
+        what << "; the dataset has hardware";
+        for (const auto& hw : dataset.hardware()) {
+            what << " '" << hw.name << "'";
+            for (const auto& operation : hw.operations) ops.insert(operation.name);
+        }
+        what << " and ops";
+        for (const auto& name : ops) what << " " << name;
+    }
+    throw core::InputError(source, what.str());
 }
 
 std::size_t count_rows(const std::vector<ProblemGroup>& problems) {

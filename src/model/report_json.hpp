@@ -7,6 +7,6 @@
 
 namespace mmt::model {
 
-nlohmann::json report_json(const EvaluationReport& report);
+nlohmann::ordered_json report_json(const EvaluationReport& report);
 
 }  // namespace mmt::model

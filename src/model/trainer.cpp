@@ -87,7 +87,9 @@ void standardisation_stats(const FeatureRows& train, std::vector<float>& mean, s
     }
 }
 
-void validate(const TrainOptions& o) {
+}  // namespace
+
+void validate_train_options(const TrainOptions& o) {
     o.model.validate();
     if (!(o.learning_rate > 0.0)) throw core::InputError("--learning-rate", "must be positive");
     if (o.weight_decay < 0.0) throw core::InputError("--weight-decay", "must not be negative");
@@ -96,6 +98,8 @@ void validate(const TrainOptions& o) {
     if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
 }
+
+namespace {
 
 std::string hardware_names(const std::vector<ProblemGroup>& problems) {
     std::vector<std::string> names;
@@ -162,7 +166,7 @@ TrainResult train_model(const core::Dataset& dataset, const std::string& source,
 }
 
 TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options) {
-    validate(options);
+    validate_train_options(options);
     check_training_device(options.device);
     const c10::Device device = options.device == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
 

@@ -116,7 +116,7 @@ std::string loss_plot_svg(const std::vector<EpochStats>& history, int best_epoch
 }
 
 std::string test_metrics_json(const TrainResult& result) {
-    nlohmann::json j;
+    nlohmann::ordered_json j;
     j["best_epoch"] = result.best_epoch;
     j["best_validation_loss"] = result.best_validation_loss;
     j["epochs_run"] = result.history.size();

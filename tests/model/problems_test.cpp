@@ -72,6 +72,29 @@ TEST(GroupProblems, RejectsUnknownOpKey) {
     EXPECT_THROW(group_problems(d, "x"), core::InputError);
 }
 
+TEST(SelectDatasetProblems, FiltersAndExplainsAnEmptyResult) {
+    core::Dataset d;
+    const auto shape = core::make_shape(1, 64, 64, 64, "float16");
+    d.add_timing("gpu-a", "mm", shape, timed("triton_mm", 1.0));
+    d.add_timing("gpu-a", "bmm", shape, timed("triton_bmm", 1.0));
+    d.add_timing("gpu-b", "mm_nt", shape, timed("triton_mm", 1.0));
+    EXPECT_EQ(select_dataset_problems(d, "d.json", std::nullopt, std::nullopt).size(), 3u);
+    EXPECT_EQ(select_dataset_problems(d, "d.json", std::string("gpu-a"), std::nullopt).size(), 2u);
+    EXPECT_EQ(select_dataset_problems(d, "d.json", std::nullopt, std::string("mm")).size(), 2u);
+    try {
+        select_dataset_problems(d, "d.json", std::string("gpu-c"), std::nullopt);
+        FAIL();
+    } catch (const core::InputError& e) {
+        const std::string what = e.what();
+        EXPECT_EQ(e.subject(), "d.json");
+        EXPECT_NE(what.find("--hardware-name 'gpu-c'"), std::string::npos) << what;
+        EXPECT_NE(what.find("'gpu-b'"), std::string::npos) << what;
+        EXPECT_NE(what.find("mm_nt"), std::string::npos) << what;
+    }
+    EXPECT_THROW(select_dataset_problems(core::Dataset{}, "empty.json", std::nullopt, std::nullopt),
+                 core::InputError);
+}
+
 TEST(Split, EveryProblemLandsInExactlyOneSplit) {
     const auto split = split_by_problem(100, 0.15, 0.15, 7);
     EXPECT_EQ(split.validation.size(), 15u);

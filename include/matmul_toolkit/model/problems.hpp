@@ -33,6 +33,13 @@ bool is_reference_config(const core::GemmConfig& config);
 /// are vendor-library entries are dropped.
 std::vector<ProblemGroup> group_problems(const core::Dataset& dataset, const std::string& source);
 
+/// Filters the dataset by hardware and op (nullopt keeps all; a bare op also selects its
+/// layouts), then groups it. Throws core::InputError naming `source` when nothing is left,
+/// listing the hardware and ops the dataset does have.
+std::vector<ProblemGroup> select_dataset_problems(const core::Dataset& dataset, const std::string& source,
+                                                  const std::optional<std::string>& hardware,
+                                                  const std::optional<std::string>& op);
+
 /// Total timed configs over the groups.
 std::size_t count_rows(const std::vector<ProblemGroup>& problems);
 

@@ -66,6 +66,9 @@ std::string default_training_device();
 /// Throws core::InputError("--device", ...) when the device can't be used for training.
 void check_training_device(const std::string& device);
 
+/// Throws core::InputError naming the option when a hyperparameter is out of range.
+void validate_train_options(const TrainOptions& options);
+
 /// Trains on already grouped problems (every problem keeps its configs in one split).
 /// Throws core::InputError on too few problems or bad options.
 TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options);

@@ -1,0 +1,172 @@
+// Options shared by train and collect-and-train, and the training run they share.
+
+#include "train_options.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "matmul_toolkit/collect/interrupt.hpp"
+#include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/training_log.hpp"
+
+namespace mmt::cli {
+namespace {
+
+std::optional<std::string> optional_filter(const std::string& value) {
+    if (value.empty()) return std::nullopt;
+    return value;
+}
+
+std::string rate(double rows_per_second) {
+    char buffer[32];
+    if (rows_per_second >= 1e6) std::snprintf(buffer, sizeof(buffer), "%.2fM", rows_per_second / 1e6);
+    else if (rows_per_second >= 1e3) std::snprintf(buffer, sizeof(buffer), "%.1fk", rows_per_second / 1e3);
+    else std::snprintf(buffer, sizeof(buffer), "%.0f", rows_per_second);
+    return buffer;
+}
+
+// A file can be created in the directory: the directory exists (or is created) and a
+// probe file can be written and removed.
+void check_writable_dir(const std::filesystem::path& dir, const std::string& option) {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (ec) throw core::InputError(option, "cannot create directory '" + dir.string() + "': " + ec.message());
+    const auto probe = (dir.empty() ? std::filesystem::path(".") : dir) / ".mmt_write_probe";
+    {
+        std::ofstream out(probe);
+        if (!out) throw core::InputError(option, "cannot write to directory '" + dir.string() + "'");
+    }
+    std::filesystem::remove(probe, ec);
+}
+
+}  // namespace
+
+void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_path) {
+    if (with_model_path) {
+        cmd.add_option("--model", o.model, "Where to save the trained model (.pt)")->capture_default_str();
+    }
+    cmd.add_option("--model-type", o.model_type,
+                   "base: Linear-ReLU-BatchNorm-Dropout blocks; deep: residual blocks")
+        ->check(CLI::IsMember({"base", "deep"}))
+        ->capture_default_str();
+    cmd.add_option("--hidden-dims", o.hidden_dims, "Hidden sizes of the base model, comma-separated")
+        ->capture_default_str();
+    cmd.add_option("--hidden-dim", o.hidden_dim, "Width of the deep model's residual blocks")->capture_default_str();
+    cmd.add_option("--num-layers", o.num_layers, "Residual blocks of the deep model")->capture_default_str();
+    cmd.add_option("--dropout", o.dropout, "Dropout rate")->capture_default_str();
+    cmd.add_option("--batch-size", o.batch_size, "Rows per training step")->capture_default_str();
+    cmd.add_option("--num-epochs", o.num_epochs, "Most epochs to train")->capture_default_str();
+    cmd.add_option("--learning-rate", o.learning_rate, "Adam learning rate")->capture_default_str();
+    cmd.add_option("--weight-decay", o.weight_decay, "Adam weight decay")->capture_default_str();
+    cmd.add_option("--patience", o.patience,
+                   "Stop after this many epochs without a better validation loss; the best "
+                   "epoch's weights are kept")
+        ->capture_default_str();
+    cmd.add_option("--validation-fraction", o.validation_fraction, "Share of problems for validation")
+        ->capture_default_str();
+    cmd.add_option("--test-fraction", o.test_fraction, "Share of problems for the final test")
+        ->capture_default_str();
+    cmd.add_option("--hardware-name", o.hardware_name, "Train only on this hardware's timings");
+    cmd.add_option("--op-name", o.op_name, "Train only on this operation (mm also selects mm_nt, ...)");
+    cmd.add_option("--log-dir", o.log_dir,
+                   "Directory for training_history.csv, training_loss.svg and test_metrics.json")
+        ->capture_default_str();
+    cmd.add_option("--top-n-worst", o.top_n_worst, "Worst test predictions to list")->capture_default_str();
+}
+
+std::string training_device(const GlobalOptions& global) {
+    if (!global.device.empty()) return global.device;
+    return model::default_training_device();
+}
+
+model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptions& global) {
+    model::TrainOptions t;
+    t.model.type = model::parse_model_type(o.model_type);
+    if (t.model.type == model::ModelType::base) t.model.hidden_dims = model::parse_hidden_dims(o.hidden_dims);
+    t.model.hidden_dim = o.hidden_dim;
+    t.model.num_layers = o.num_layers;
+    t.model.dropout_rate = o.dropout;
+    t.learning_rate = o.learning_rate;
+    t.weight_decay = o.weight_decay;
+    t.batch_size = o.batch_size;
+    t.num_epochs = o.num_epochs;
+    t.patience = o.patience;
+    t.validation_fraction = o.validation_fraction;
+    t.test_fraction = o.test_fraction;
+    t.device = training_device(global);
+    t.seed = global.seed;
+    if (o.top_n_worst < 0) throw core::InputError("--top-n-worst", "must not be negative");
+    t.top_n_worst = static_cast<std::size_t>(o.top_n_worst);
+    return t;
+}
+
+void check_training_outputs(const TrainCliOptions& o) {
+    const std::filesystem::path model_path(o.model);
+    if (std::filesystem::is_directory(model_path)) {
+        throw core::InputError("--model", "'" + o.model + "' is a directory; give a file name such as model.pt");
+    }
+    check_writable_dir(model_path.parent_path(), "--model");
+    check_writable_dir(o.log_dir, "--log-dir");
+}
+
+int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const std::string& source,
+                 const GlobalOptions& global) {
+    auto options = to_train_options(o, global);
+    model::validate_train_options(options);
+    model::check_training_device(options.device);
+    check_training_outputs(o);
+    const auto problems = model::select_dataset_problems(dataset, source, optional_filter(o.hardware_name),
+                                                         optional_filter(o.op_name));
+    try {
+        model::split_by_problem(problems.size(), options.validation_fraction, options.test_fraction, options.seed);
+    } catch (const core::InputError& e) {
+        if (e.subject() == "dataset") throw core::InputError(source, e.detail());
+        throw;
+    }
+
+    spdlog::info("training {} on {} rows of {} problems from {} ({})", options.model.describe(),
+                 model::count_rows(problems), problems.size(), source, options.device);
+    options.on_epoch = [&](const model::EpochStats& e) {
+        spdlog::info("epoch {:>3}/{}  train {:.5f}  val {:.5f}{}  {} rows/s  {:.3f} s", e.epoch, options.num_epochs,
+                     e.train_loss, e.validation_loss, e.improved ? " *" : "  ", rate(e.rows_per_second),
+                     e.seconds);
+    };
+    collect::clear_interrupt();
+    collect::InterruptHandlerScope interrupt_scope;
+    options.stop_requested = [] { return collect::interrupt_requested(); };
+
+    const auto result = model::train_model(problems, options);
+
+    if (result.interrupted && result.best_epoch == 0) {
+        throw core::Interrupted("training interrupted before the first epoch finished; nothing saved");
+    }
+    result.model.save(o.model);
+    const auto logs = model::write_training_logs(result, o.log_dir);
+
+    double seconds = 0.0, rows_per_second = 0.0;
+    for (const auto& e : result.history) seconds += e.seconds, rows_per_second += e.rows_per_second;
+    if (!result.history.empty()) rows_per_second /= static_cast<double>(result.history.size());
+
+    if (result.interrupted) {
+        throw core::Interrupted("training interrupted after epoch " + std::to_string(result.history.size()) +
+                                "; the best model so far (epoch " + std::to_string(result.best_epoch) +
+                                ") was saved to " + o.model);
+    }
+    std::cout << "trained " << options.model.describe() << " on " << result.train_rows << " rows of "
+              << result.split.train.size() << " problems (validation " << result.split.validation.size()
+              << ", test " << result.split.test.size() << " problems) for " << result.history.size()
+              << " epochs" << (result.stopped_early ? " (early stop)" : "") << ", best epoch " << result.best_epoch
+              << ", " << std::fixed << std::setprecision(1) << seconds << " s, " << rate(rows_per_second) << " rows/s on " << options.device << "\n";
+    std::cout << "model saved to " << o.model << "\n";
+    std::cout << "logs: " << logs[0].string() << ", " << logs[1].string() << ", " << logs[2].string() << "\n";
+    std::cout << "\ntest split (" << result.split.test.size() << " problems never seen in training):\n"
+              << model::format_report(result.test_report);
+    return core::kExitOk;
+}
+
+}  // namespace mmt::cli

@@ -1,0 +1,58 @@
+#pragma once
+/// Options shared by train and collect-and-train (defaults and help together), and the
+/// one function both run to train, save the model and write the logs.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "command.hpp"
+#include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/model/trainer.hpp"
+
+namespace mmt::cli {
+
+struct TrainCliOptions {
+    std::string model = "matmul_model.pt";
+    std::string model_type = "deep";
+    std::string hidden_dims = "256,512,256,128,64";
+    int hidden_dim = 128;
+    int num_layers = 10;
+    double dropout = 0.2;
+    int batch_size = 64;
+    int num_epochs = 100;
+    double learning_rate = 1e-3;
+    double weight_decay = 1e-5;
+    int patience = 10;
+    double validation_fraction = 0.15;
+    double test_fraction = 0.15;
+    std::string hardware_name;
+    std::string op_name;
+    std::string log_dir = "logs";
+    int top_n_worst = 10;
+};
+
+/// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,
+/// --num-epochs, --learning-rate, --weight-decay, --patience, the split fractions, the
+/// filters, --log-dir. `with_model_path` adds --model.
+void add_training_options(CLI::App& cmd, TrainCliOptions& options, bool with_model_path);
+
+/// The library options these flags mean (device and seed from the global options).
+model::TrainOptions to_train_options(const TrainCliOptions& options, const GlobalOptions& global);
+
+/// The training device: --device when given, else cuda when LibTorch sees a GPU, else cpu.
+std::string training_device(const GlobalOptions& global);
+
+/// Checks that the model file and the log directory can be written, before any work.
+void check_training_outputs(const TrainCliOptions& options);
+
+/// Trains on `dataset` (`source` names it in messages) with a progress line per epoch
+/// and Ctrl-C handling, saves the model and the logs, prints the test metrics. Throws
+/// core::Interrupted after saving the best model so far when interrupted.
+int run_training(const TrainCliOptions& options, const core::Dataset& dataset, const std::string& source,
+                 const GlobalOptions& global);
+
+}  // namespace mmt::cli

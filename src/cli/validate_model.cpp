@@ -1,0 +1,102 @@
+// `validate-model --model M --dataset F|D`: a trained model's accuracy and ranking quality.
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "command.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/evaluator.hpp"
+#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/problems.hpp"
+
+namespace mmt::cli {
+namespace {
+
+struct ValidateModelOptions {
+    std::string model;
+    std::string dataset;
+    std::vector<std::string> file_extensions{"json", "msgpack"};
+    std::string hardware_name;
+    std::string op_name;
+    int top_n_worst = 10;
+    std::string output_json;
+    int batch_size = 4096;
+
+    void add_to(CLI::App& cmd) {
+        cmd.add_option("--model", model, "Trained model checkpoint (.pt)")->required();
+        cmd.add_option("--dataset", dataset, "Dataset file (.json / .msgpack) or a directory of them")
+            ->required();
+        cmd.add_option("--file-extensions", file_extensions, "Extensions of the files read from a directory")
+            ->capture_default_str();
+        cmd.add_option("--hardware-name", hardware_name, "Validate only on this hardware's timings");
+        cmd.add_option("--op-name", op_name, "Validate only on this operation (mm also selects mm_nt, ...)");
+        cmd.add_option("--top-n-worst", top_n_worst, "Worst predictions to list")->capture_default_str();
+        cmd.add_option("--output-json", output_json, "Also write the metrics as JSON to this file");
+        cmd.add_option("--batch-size", batch_size, "Rows per forward pass")->capture_default_str();
+    }
+};
+
+std::optional<std::string> optional_filter(const std::string& value) {
+    if (value.empty()) return std::nullopt;
+    return value;
+}
+
+int run_validate_model(const ValidateModelOptions& o, const GlobalOptions& global) {
+    if (o.top_n_worst < 0) throw core::InputError("--top-n-worst", "must not be negative");
+    if (o.batch_size < 1) throw core::InputError("--batch-size", "must be positive");
+    const auto dataset = core::load_dataset_any(o.dataset, o.file_extensions);
+    const auto problems = model::select_dataset_problems(dataset, o.dataset, optional_filter(o.hardware_name),
+                                                         optional_filter(o.op_name));
+    // Inference is cheap: the CPU unless --device asks for the GPU.
+    auto predictor = model::Predictor::load(o.model, global.device.empty() ? "cpu" : global.device);
+    predictor.set_batch_size(static_cast<std::size_t>(o.batch_size));
+
+    const auto& trained_on = predictor.info().hardware_name;
+    for (const auto& hw : dataset.hardware()) {
+        if (optional_filter(o.hardware_name) && hw.name != o.hardware_name) continue;
+        if (trained_on.find(hw.name) == std::string::npos) {
+            spdlog::warn("the model was trained on '{}', the dataset holds timings of '{}'", trained_on, hw.name);
+        }
+    }
+    const auto report = model::evaluate_model(predictor, problems, static_cast<std::size_t>(o.top_n_worst));
+
+    std::cout << "model " << o.model << " (" << predictor.info().spec.describe() << ", trained on "
+              << trained_on << ")\n"
+              << "dataset " << o.dataset << ": " << problems.size() << " problems, " << model::count_rows(problems)
+              << " timed configs\n\n"
+              << model::format_report(report);
+    if (!o.output_json.empty()) {
+        nlohmann::ordered_json json;
+        json["model"] = o.model;
+        json["dataset"] = o.dataset;
+        json["model_hardware"] = trained_on;
+        const auto metrics = nlohmann::ordered_json::parse(model::report_to_json(report));
+        for (const auto& [key, value] : metrics.items()) {
+            json[key] = value;
+        }
+        core::write_file_atomically(o.output_json, json.dump(2) + "\n");
+        std::cout << "metrics written to " << o.output_json << "\n";
+    }
+    return core::kExitOk;
+}
+
+}  // namespace
+
+void register_validate_model(CLI::App& app, const GlobalOptions& global) {
+    auto options = std::make_shared<ValidateModelOptions>();
+    auto* cmd = app.add_subcommand(
+        "validate-model",
+        "Evaluate a trained model on a dataset: MSE/RMSE of ln(time), exp(RMSE), R², MAPE, and "
+        "per-problem ranking (Spearman, top-k achieved fraction), per op and overall");
+    options->add_to(*cmd);
+    cmd->callback([options, &global] { exit_code() = run_validate_model(*options, global); });
+}
+
+}  // namespace mmt::cli

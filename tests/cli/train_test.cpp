@@ -1,0 +1,95 @@
+// `train`: trains on the shipped CPU sample, writes the model and the logs; bad input
+// gives one error line and exit code 2.
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "cli_runner.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "tiny_model.hpp"
+
+namespace mmt {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TrainCommand : public ::testing::Test {
+protected:
+    void SetUp() override { dir = testing::fresh_temp_dir("mmt_cli_train"); }
+    void TearDown() override { fs::remove_all(dir); }
+
+    testing::CliResult train(std::vector<std::string> extra) {
+        std::vector<std::string> args{"--device", "cpu", "train", "--model", (dir / "m.pt").string(),
+                                      "--log-dir", (dir / "logs").string(), "--model-type", "base",
+                                      "--hidden-dims", "16,8", "--num-epochs", "3"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return testing::run_cli(args, dir / "run");
+    }
+
+    fs::path dir;
+};
+
+TEST_F(TrainCommand, TrainsSavesTheModelAndWritesTheLogs) {
+    const auto r = train({"--dataset", testing::sample_dataset()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(dir / "m.pt"));
+    EXPECT_TRUE(fs::exists(dir / "logs" / "training_history.csv"));
+    EXPECT_TRUE(fs::exists(dir / "logs" / "training_loss.svg"));
+    EXPECT_TRUE(fs::exists(dir / "logs" / "test_metrics.json"));
+    EXPECT_NE(r.err.find("epoch   1/3"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("epoch   3/3"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("model saved to"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("overall"), std::string::npos) << r.out;
+    // history: a header and one line per epoch
+    const auto csv = testing::slurp(dir / "logs" / "training_history.csv");
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+}
+
+TEST_F(TrainCommand, ReadsADirectoryOfDatasetFiles) {
+    fs::create_directories(dir / "data");
+    fs::copy_file(testing::sample_dataset(), dir / "data" / "part1.json");
+    const auto r = train({"--data-dir", (dir / "data").string(), "--file-extensions", "json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(dir / "m.pt"));
+}
+
+TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
+    struct Case {
+        std::vector<std::string> args;
+        std::string message;
+    };
+    core::Dataset zero;
+    core::TimedConfig bad;
+    bad.time_ms = 0.0;
+    zero.add_timing("cpu", "mm", core::make_shape(1, 8, 8, 8, "float32"), bad);
+    core::save_dataset(zero, dir / "zero.json");
+    core::Dataset two;
+    core::TimedConfig ok;
+    ok.time_ms = 1.0;
+    two.add_timing("cpu", "mm", core::make_shape(1, 8, 8, 8, "float32"), ok);
+    two.add_timing("cpu", "mm", core::make_shape(1, 16, 8, 8, "float32"), ok);
+    core::save_dataset(two, dir / "two.json");
+
+    const std::vector<Case> cases{
+        {{}, "error: --dataset: give a dataset"},
+        {{"--dataset", (dir / "absent.json").string()}, "absent.json"},
+        {{"--dataset", testing::sample_dataset(), "--op-name", "bmm_tt"}, "no timed kernel configs after the filters"},
+        {{"--dataset", testing::sample_dataset(), "--hardware-name", "NVIDIA H100"}, "--hardware-name 'NVIDIA H100'"},
+        {{"--dataset", (dir / "zero.json").string()}, "not a positive finite number"},
+        {{"--dataset", (dir / "two.json").string()}, "at least 3"},
+        {{"--dataset", testing::sample_dataset(), "--hidden-dims", "16,,8"}, "error: --hidden-dims"},
+        {{"--dataset", testing::sample_dataset(), "--learning-rate", "-1"}, "error: --learning-rate"},
+        {{"--dataset", testing::sample_dataset(), "--model", dir.string()}, "error: --model"},
+    };
+    for (const auto& c : cases) {
+        const auto r = train(c.args);
+        EXPECT_EQ(r.exit_code, 2) << c.message << "\n" << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+    EXPECT_FALSE(fs::exists(dir / "m.pt"));
+}
+
+}  // namespace
+}  // namespace mmt
