@@ -1,0 +1,121 @@
+// `export-lut` through the binary: an Inductor lookup table from a shapeset, a
+// torch-diode Table from a dataset, device keys, bad input.
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+#include "tiny_model.hpp"
+
+namespace mmt::testing {
+namespace {
+namespace fs = std::filesystem;
+
+class ExportLutCli : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        dir = new fs::path(fresh_temp_dir("mmt_export_lut"));
+        model = new fs::path(train_tiny_model(*dir));
+    }
+    static void TearDownTestSuite() {
+        fs::remove_all(*dir);
+        delete dir;
+        delete model;
+    }
+
+    CliResult run(std::vector<std::string> extra) {
+        std::vector<std::string> args{"--device", "cpu", "export-lut", "--model", model->string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_cli(args, *dir / "run");
+    }
+
+    static fs::path* dir;
+    static fs::path* model;
+};
+
+fs::path* ExportLutCli::dir = nullptr;
+fs::path* ExportLutCli::model = nullptr;
+
+TEST_F(ExportLutCli, InductorTableFromAShapeset) {
+    const auto output = *dir / "inductor.json";
+    const auto result = run({"--shapeset", example_shapeset(), "--top-k", "3", "--no-prune", "--output",
+                             output.string()});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto table = nlohmann::json::parse(slurp(output));
+    ASSERT_EQ(table.size(), 5u);
+    // The shapeset's first problem: mm 128x128x128 float32, row-major operands.
+    const std::string mm_key =
+        "((torch.float32, [128, 128], [128, 1]), (torch.float32, [128, 128], [128, 1]))+mm";
+    ASSERT_TRUE(table.contains(mm_key)) << table.dump(1).substr(0, 400);
+    int addmm = 0, bmm = 0;
+    for (const auto& [key, entries] : table.items()) {
+        ASSERT_EQ(entries.size(), 3u) << key;
+        const bool is_bmm = key.size() > 4 && key.compare(key.size() - 4, 4, "+bmm") == 0;
+        if (key.find("+alpha=1&beta=1+addmm") != std::string::npos) ++addmm;
+        if (is_bmm) ++bmm;
+        for (const auto& e : entries) {
+            EXPECT_EQ(e.at("template_id"), is_bmm ? "triton::bmm" : "triton::mm");
+            for (const char* field : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps",
+                                      "EVEN_K", "ALLOW_TF32", "USE_FAST_ACCUM", "ACC_TYPE"}) {
+                EXPECT_TRUE(e.contains(field)) << field;
+            }
+        }
+    }
+    EXPECT_EQ(addmm, 1);
+    EXPECT_EQ(bmm, 1);
+    EXPECT_NE(result.out.find("wrote 5 problems, 15 configs"), std::string::npos) << result.out;
+}
+
+TEST_F(ExportLutCli, DeviceKeyPrefixesEveryKey) {
+    const auto output = *dir / "device.json";
+    const auto result = run({"--shapeset", example_shapeset(), "--top-k", "1", "--output", output.string(),
+                             "--device-key", "NVIDIA H100 80GB HBM3"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto table = nlohmann::json::parse(slurp(output));
+    ASSERT_EQ(table.size(), 5u);
+    for (const auto& [key, entries] : table.items()) {
+        EXPECT_EQ(key.rfind("NVIDIA H100 80GB HBM3+((", 0), 0u) << key;
+    }
+}
+
+TEST_F(ExportLutCli, DiodeTableFromADatasetRanksItsMeasuredConfigs) {
+    const auto output = *dir / "diode.json";
+    const auto result = run({"--dataset", sample_dataset(), "--top-k", "2", "--lut-format", "diode",
+                             "--output", output.string()});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto table = nlohmann::json::parse(slurp(output));
+    const auto& ops = table.at("hardware").at("AMD EPYC").at("operation");
+    ASSERT_EQ(ops.at("mm").at("solution").size(), 3u);
+    ASSERT_EQ(ops.at("addmm").at("solution").size(), 1u);
+    for (const auto& [shape, solution] : ops.at("mm").at("solution").items()) {
+        ASSERT_EQ(solution.at("config").size(), 2u);
+        for (const auto& c : solution.at("config")) {
+            EXPECT_EQ(c.at("name"), "mm_config");  // never the aten_mm reference entry
+            EXPECT_EQ(c.at("num_stages"), 1);      // the CPU sample's tiles
+        }
+    }
+}
+
+TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
+    std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
+    const auto out = (*dir / "bad.json").string();
+    const std::vector<std::vector<std::string>> cases{
+        {"--shapeset", example_shapeset(), "--dataset", sample_dataset(), "--top-k", "1", "--output", out},
+        {"--top-k", "1", "--output", out},
+        {"--shapeset", (*dir / "empty.json").string(), "--top-k", "1", "--output", out},
+        {"--shapeset", example_shapeset(), "--top-k", "0", "--output", out},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--lut-format", "csv"},
+        {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--op-name", "bmm_tt"},
+    };
+    for (const auto& args : cases) {
+        const auto result = run(args);
+        EXPECT_EQ(result.exit_code, 2) << args[0] << ": " << result.err;
+        EXPECT_NE(result.err.find("error: "), std::string::npos) << result.err;
+    }
+    EXPECT_FALSE(fs::exists(out));
+}
+
+}  // namespace
+}  // namespace mmt::testing
