@@ -25,7 +25,10 @@ FileFormat parse_file_format(const std::string& name);       ///< "json" | "msgp
 DiodeLayout parse_diode_layout(const std::string& name);     ///< "current" | "legacy"
 std::string extension_for(FileFormat format);                ///< ".json" | ".msgpack"
 
-/// Reads a dataset in either layout and either format (chosen by the extension).
+/// Reads a dataset in either layout and either format (chosen by the extension). Missing
+/// optional fields take torch-diode's defaults; unknown fields, wrong types, non-positive
+/// dimensions, unknown dtypes or ops throw InputError("<file>", "<field path>: <what>").
+/// Times are milliseconds; an integer time is read as a number (and written back as a float).
 Dataset load_dataset(const std::filesystem::path& path);
 /// Same, and reports the layout found (legacy when any config is a JSON string or an
 /// operation / solution carries "name").
@@ -68,10 +71,14 @@ std::string shape_key(const MMShape& shape);
 /// Parses a shape key back; throws InputError with `context` on a malformed key.
 MMShape parse_shape_key(const std::string& key, const std::string& context);
 
+/// Reads {"operations": {OP: {"shapes": [shape objects]}}} (torch-diode's OperationShapeSet).
 OperationShapeSet load_shapeset(const std::filesystem::path& path);
+/// Writes a shapeset as OperationShapeSet.serialize() does (shape keys in MMShape order).
 void save_shapeset(const OperationShapeSet& shapeset, const std::filesystem::path& path);
 
+/// Reads {"config": [...]} (one list for every op) or {OP: {"config": [...]}}.
 Solution load_solution(const std::filesystem::path& path);
+/// Writes the flat or the per-op form, whichever the solution holds, each list with "version": 1.
 void save_solution(const Solution& solution, const std::filesystem::path& path);
 
 /// What a torch-diode file holds, judged by its top-level keys.
