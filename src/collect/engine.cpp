@@ -289,7 +289,8 @@ CollectionPlan plan_collection(const CollectOptions& options, const Backend& bac
         throw core::InputError("--chunk-size", "needs an output file");
     }
 
-    plan.problems = plan_problems(options, backend, defaults);
+    validate_shard(options.shard);
+    plan.problems = shard_problems(plan_problems(options, backend, defaults), options.shard);
     const auto ops = backend.supported_ops();
     for (const auto& p : plan.problems) {
         if (!contains(ops, p.op)) {
@@ -301,7 +302,7 @@ CollectionPlan plan_collection(const CollectOptions& options, const Backend& bac
     plan.configs_per_op = plan_configs(options, plan.problems);
 
     if (!options.output.empty()) {
-        plan.output = resolve_output_path(options.output, options.format);
+        plan.output = shard_output_path(resolve_output_path(options.output, options.format), options.shard);
         check_writable_directory(plan.output.parent_path(), "--output");
     }
     if (!options.trace_dir.empty()) check_writable_directory(options.trace_dir, "--trace-dir");
@@ -344,6 +345,7 @@ core::OrderedJson run_metadata(const CollectOptions& options, const CollectionPl
                                  {"n_std", s.n.std},   {"k_mean", s.k.mean}, {"k_std", s.k.std}};
         }
     }
+    if (!options.shard.is_whole()) run["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
     run["collected_at"] = utc_timestamp();
     return run;
 }

@@ -16,6 +16,7 @@
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/collect/problem_generator.hpp"
 #include "matmul_toolkit/collect/progress.hpp"
+#include "matmul_toolkit/collect/sharding.hpp"
 #include "matmul_toolkit/core/dataset.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
@@ -32,6 +33,9 @@ struct CollectOptions {
     std::filesystem::path shapeset;
     std::vector<std::string> shapeset_operations{"mm", "addmm", "bmm"};
     std::vector<std::string> shapeset_dtypes;  ///< empty: each shape's own dtype
+    /// The slice of the problem list this run collects (after generation or reading); a
+    /// shard writes to shard_output_path(output).
+    Shard shard;
 
     // Which configs.
     SearchSpace search_space = SearchSpace::default_space;
