@@ -62,6 +62,20 @@ TEST(CudaKernelSpec, FmaThreadGrid) {
     EXPECT_EQ(s.thread_n, 4);
 }
 
+TEST(CudaKernelSpec, FragmentPipelineRule) {
+    const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
+    // 8 warps, 3 stages: on (one CTA per SM, the barrier stall is exposed).
+    EXPECT_TRUE(make_spec(config(128, 256, 32, 3, 8), p).frag_pipeline);
+    // 4 warps with 64x64 warp tiles: about 232 registers > 200: off.
+    EXPECT_FALSE(make_spec(config(128, 128, 32, 3, 4), p).frag_pipeline);
+    // Small warp tiles leave room: 64x64 over 4 warps is 32x32 per warp, about 104.
+    EXPECT_TRUE(make_spec(config(64, 64, 32, 3, 4), p).frag_pipeline);
+    // Two stages: the next tile would land only one k-step ahead: off.
+    EXPECT_FALSE(make_spec(config(64, 64, 32, 2, 4), p).frag_pipeline);
+    // No fragments on the FMA path.
+    EXPECT_FALSE(make_spec(config(64, 64, 32, 3, 4), problem(1, 64, 64, 64, "float32")).frag_pipeline);
+}
+
 TEST(CudaKernelSpec, SharedMemoryFormula) {
     // (128 + 256) · 32 · 4 stages · 2 bytes
     EXPECT_EQ(shared_bytes(make_spec(config(128, 256, 32, 4, 8), problem(1, 64, 64, 64, "float16"))), 98304u);

@@ -130,8 +130,8 @@ KernelSpec make_spec(const core::GemmConfig& c, const std::string& dtype, const 
         else
             choose_warp_grid(s);
     }
-    s.frag_pipeline = s.math != MathPath::fma && s.num_stages >= 2 && s.warps_m != 0 &&
-                      estimated_registers(s) <= kFragPipelineRegisters;
+    s.frag_pipeline = s.math != MathPath::fma && s.num_stages >= 3 && s.warps_m != 0 &&
+                      (s.num_warps == 8 || estimated_registers(s) <= kFragPipelineRegisters);
     return s;
 }
 

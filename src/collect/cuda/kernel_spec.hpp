@@ -47,9 +47,13 @@ struct KernelSpec {
     int warps_n = 0;
     int thread_m = 0;  ///< accumulators per thread along M / N (FMA path); 0 when none fits
     int thread_n = 0;
-    /// Tensor-core paths with num_stages >= 2: double-buffer fragments across k-tiles too
-    /// (one more fragment set live while the next tile's loads issue). make_spec turns it
-    /// on when estimated_registers() leaves room for that: <= kFragPipelineRegisters.
+    /// Tensor-core paths: double-buffer fragments across k-tiles too, so the barrier that
+    /// publishes tile kt+1 comes before tile kt's last MMAs (mainloop_mma). make_spec turns
+    /// it on for num_stages >= 3 when the CTA has 8 warps (one CTA per SM: the barrier
+    /// stall is exposed) or the register estimate leaves room for the extra fragment set
+    /// (<= kFragPipelineRegisters). Measured on H100 (bench/NOTES_cuda.md): 1.3-1.5x for
+    /// 128x256 / 256x128 tiles with 8 warps; 0.5x with 2 stages; 0.5-0.9x for 4-warp
+    /// 128x128 tiles (spills, and a second CTA per SM already hides the stall).
     bool frag_pipeline = false;
 };
 
