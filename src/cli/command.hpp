@@ -40,5 +40,6 @@ void register_create_validation(CLI::App& app, const GlobalOptions& global);
 void register_collect_shapeset(CLI::App& app, const GlobalOptions& global);
 void register_train(CLI::App& app, const GlobalOptions& global);
 void register_validate_model(CLI::App& app, const GlobalOptions& global);
+void register_collect_and_train(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace mmt::cli

@@ -1,6 +1,7 @@
 #pragma once
-/// Options shared by train and collect-and-train (defaults and help together), and the
-/// one function both run to train, save the model and write the logs.
+/// Options shared by train and collect-and-train (defaults and help together), the one
+/// function both run to train, save the model and write the logs, and the validation run
+/// validate-model and collect-and-train share.
 
 #include <cstdint>
 #include <optional>
@@ -54,5 +55,21 @@ void check_training_outputs(const TrainCliOptions& options);
 /// core::Interrupted after saving the best model so far when interrupted.
 int run_training(const TrainCliOptions& options, const core::Dataset& dataset, const std::string& source,
                  const GlobalOptions& global);
+
+/// What validate-model does (defined in validate_model.cpp): loads the model once,
+/// evaluates it on `dataset` (read from request.dataset by the caller), prints the table
+/// and writes `output_json` when not empty.
+struct ModelValidationRequest {
+    std::string model;
+    std::string dataset;
+    std::vector<std::string> file_extensions{"json", "msgpack"};
+    std::string hardware_name;
+    std::string op_name;
+    int top_n_worst = 10;
+    std::string output_json;
+    int batch_size = 4096;
+};
+int run_model_validation(const ModelValidationRequest& request, const core::Dataset& dataset,
+                         const GlobalOptions& global);
 
 }  // namespace mmt::cli

@@ -15,20 +15,12 @@
 #include "matmul_toolkit/model/evaluator.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "matmul_toolkit/model/problems.hpp"
+#include "train_options.hpp"
 
 namespace mmt::cli {
 namespace {
 
-struct ValidateModelOptions {
-    std::string model;
-    std::string dataset;
-    std::vector<std::string> file_extensions{"json", "msgpack"};
-    std::string hardware_name;
-    std::string op_name;
-    int top_n_worst = 10;
-    std::string output_json;
-    int batch_size = 4096;
-
+struct ValidateModelOptions : ModelValidationRequest {
     void add_to(CLI::App& cmd) {
         cmd.add_option("--model", model, "Trained model checkpoint (.pt)")->required();
         cmd.add_option("--dataset", dataset, "Dataset file (.json / .msgpack) or a directory of them")
@@ -48,10 +40,12 @@ std::optional<std::string> optional_filter(const std::string& value) {
     return value;
 }
 
-int run_validate_model(const ValidateModelOptions& o, const GlobalOptions& global) {
+}  // namespace
+
+int run_model_validation(const ModelValidationRequest& o, const core::Dataset& dataset,
+                         const GlobalOptions& global) {
     if (o.top_n_worst < 0) throw core::InputError("--top-n-worst", "must not be negative");
     if (o.batch_size < 1) throw core::InputError("--batch-size", "must be positive");
-    const auto dataset = core::load_dataset_any(o.dataset, o.file_extensions);
     const auto problems = model::select_dataset_problems(dataset, o.dataset, optional_filter(o.hardware_name),
                                                          optional_filter(o.op_name));
     // Inference is cheap: the CPU unless --device asks for the GPU.
@@ -87,8 +81,6 @@ int run_validate_model(const ValidateModelOptions& o, const GlobalOptions& globa
     return core::kExitOk;
 }
 
-}  // namespace
-
 void register_validate_model(CLI::App& app, const GlobalOptions& global) {
     auto options = std::make_shared<ValidateModelOptions>();
     auto* cmd = app.add_subcommand(
@@ -96,7 +88,10 @@ void register_validate_model(CLI::App& app, const GlobalOptions& global) {
         "Evaluate a trained model on a dataset: MSE/RMSE of ln(time), exp(RMSE), R², MAPE, and "
         "per-problem ranking (Spearman, top-k achieved fraction), per op and overall");
     options->add_to(*cmd);
-    cmd->callback([options, &global] { exit_code() = run_validate_model(*options, global); });
+    cmd->callback([options, &global] {
+        const auto dataset = core::load_dataset_any(options->dataset, options->file_extensions);
+        exit_code() = run_model_validation(*options, dataset, global);
+    });
 }
 
 }  // namespace mmt::cli
