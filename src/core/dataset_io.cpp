@@ -1,6 +1,7 @@
 #include "matmul_toolkit/core/dataset_io.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -677,6 +678,32 @@ FileKind convert_file(const fs::path& input, const fs::path& output,
     return kind;
 }
 
+namespace {
+
+// Removes "<path>.tmp<pid>_<n>" files whose writer is gone: a process killed mid-write
+// (SIGKILL, power loss) leaves its temporary file, and the next writer of the same path
+// is the one that knows it is garbage. Files of live writers are left alone.
+void remove_stale_temp_files(const fs::path& path) {
+    const std::string prefix = path.filename().string() + ".tmp";
+    std::error_code ec;
+    const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+        const auto underscore = name.find('_', prefix.size());
+        if (underscore == std::string::npos || underscore == prefix.size()) continue;
+        const std::string digits = name.substr(prefix.size(), underscore - prefix.size());
+        if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+        const auto pid = static_cast<pid_t>(std::stol(digits));
+        if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) {
+            std::error_code ignored;
+            fs::remove(it->path(), ignored);
+        }
+    }
+}
+
+}  // namespace
+
 void write_file_atomically(const fs::path& path, const std::string& content) {
     static std::atomic<unsigned> counter{0};
     const auto subject = path.string();
@@ -686,6 +713,14 @@ void write_file_atomically(const fs::path& path, const std::string& content) {
         if (ec) throw InputError(subject, "cannot create directory: " + ec.message());
     }
     if (fs::is_directory(path, ec)) throw InputError(subject, "is a directory, expected a file");
+    // The rename would replace a read-only file (it needs only the directory's permission,
+    // and root ignores modes), so a file the user protected is refused here instead.
+    struct stat existing {};
+    if (::stat(path.c_str(), &existing) == 0 &&
+        (::access(path.c_str(), W_OK) != 0 || (existing.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0)) {
+        throw InputError(subject, "is read-only; not overwriting it");
+    }
+    remove_stale_temp_files(path);
     fs::path temp = path;
     temp += ".tmp" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
