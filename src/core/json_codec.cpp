@@ -435,8 +435,11 @@ std::string to_msgpack_bytes(const OrderedJson& value) {
 
 OrderedJson parse_msgpack_bytes(const std::string& bytes, const std::string& subject) {
     if (bytes.empty()) throw InputError(subject, "invalid msgpack: the file is empty");
-    const msgpack::unpack_limit limit(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
-                                      0xffffffff, kMaxDepth);
+    // msgpack allocates an array's or map's elements from its header's count before reading
+    // them, so a few corrupt bytes could ask for gigabytes (found by fuzz_dataset_msgpack).
+    // No count or length can exceed the input's size: every element takes at least a byte.
+    const auto most = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), 0xffffffffu));
+    const msgpack::unpack_limit limit(most, most / 2, most, most, most, kMaxDepth);
     std::size_t offset = 0;
     msgpack::object_handle handle;
     try {
@@ -446,6 +449,9 @@ OrderedJson parse_msgpack_bytes(const std::string& bytes, const std::string& sub
     } catch (const msgpack::depth_size_overflow&) {
         throw InputError(subject, "invalid msgpack: nested deeper than " +
                                       std::to_string(kMaxDepth) + " levels");
+    } catch (const msgpack::size_overflow&) {
+        throw InputError(subject, "invalid msgpack: a length or element count exceeds the file's size "
+                                  "(corrupt or truncated data)");
     } catch (const std::exception& e) {
         throw InputError(subject, std::string("invalid msgpack: ") + e.what());
     }

@@ -1,0 +1,10 @@
+// libFuzzer target: core::load_dataset on a json file.
+
+#include "fuzz_input.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    return mmt::fuzz::run_loader(data, size, ".json", [](const std::filesystem::path& path) {
+        (void)mmt::core::load_dataset(path);
+    });
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in fuzz/ with clang and runs each for a bounded time on a
+# copy of its seed corpus (tests/fuzz/corpus/<target>). A crash fails the script and
+# leaves the input in ${FUZZ_BUILD_DIR}/crashes/<target>/: add it to
+# tests/fuzz/regressions/<target>/ with the fix, where fuzz_regression replays it.
+#   FUZZ_SECONDS   seconds per target (default 45)
+#   FUZZ_TARGETS   targets to run (default: all four)
+#   FUZZ_BUILD_DIR build directory (default build-fuzz)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-45}
+build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
+targets=(${FUZZ_TARGETS:-dataset_json dataset_msgpack shapeset solution})
+
+generator=()
+if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  cmake -S fuzz -B "$build_dir" "${generator[@]}" -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++}" \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+for t in "${targets[@]}"; do
+  work="$build_dir/work/$t"
+  crashes="$build_dir/crashes/$t"
+  rm -rf "$work" && mkdir -p "$work" "$crashes"
+  cp tests/fuzz/corpus/"$t"/* "$work"/
+  # Replays the regression inputs first: each must pass before new inputs are searched.
+  if compgen -G "tests/fuzz/regressions/$t/*" >/dev/null; then
+    "$build_dir/fuzz_$t" -runs=0 tests/fuzz/regressions/"$t"/* || status=1
+  fi
+  log="$build_dir/fuzz_$t.log"
+  if "$build_dir/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+       -artifact_prefix="$crashes/" -print_final_stats=1 "$work" >"$log" 2>&1; then
+    execs=$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')
+    echo "fuzz: $t: ${seconds}s, ${execs:-?} executions, no crash"
+  else
+    status=1
+    echo "fuzz: $t: FAILED (input in $crashes); last lines of $log:"
+    tail -40 "$log"
+  fi
+done
+exit $status
