@@ -24,6 +24,7 @@ namespace mmt::testing {
 struct ChildLimits {
     long long max_file_bytes = -1;  ///< RLIMIT_FSIZE; -1 leaves it alone
     int run_as_uid = -1;            ///< setuid to this user first (needs root); -1: stay
+    std::string binary;             ///< runs this copy of the binary instead of MMT_CLI_PATH
 };
 
 class Child {
@@ -53,7 +54,7 @@ public:
             }
         }
         std::vector<char*> argv;
-        std::string binary = MMT_CLI_PATH;
+        std::string binary = limits.binary.empty() ? std::string(MMT_CLI_PATH) : limits.binary;
         argv.push_back(binary.data());
         std::vector<std::string> copy = args;
         for (auto& a : copy) argv.push_back(a.data());

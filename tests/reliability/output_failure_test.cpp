@@ -68,15 +68,16 @@ protected:
                 "--warmup", "0", "--repeat", "1", "--quiet", "--output", output.string()};
     }
     std::vector<std::string> train(const fs::path& model, const fs::path& logs) const {
-        return {"--device", "cpu", "train", "--dataset", sample(), "--model", model.string(), "--log-dir",
+        return {"--device", "cpu", "train", "--dataset", m_sample, "--model", model.string(), "--log-dir",
                 logs.string(), "--model-type", "base", "--hidden-dims", "8", "--num-epochs", "2"};
     }
     std::vector<std::string> convert(const fs::path& output_dir) const {
-        return {"convert", "--input-files", sample(), "--output-dir", output_dir.string(), "--overwrite"};
+        return {"convert", "--input-files", m_sample, "--output-dir", output_dir.string(), "--overwrite"};
     }
 
     fs::path m_dir;
     fs::path m_out;
+    std::string m_sample = sample();
     int m_runs = 0;
 };
 
@@ -84,9 +85,16 @@ TEST_F(OutputFailure, AnUnwritableDirectoryIsAnErrorAndNothingIsWritten) {
     std::ofstream(m_out / "keep.json") << "{}";
     fs::permissions(m_out, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                                fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
-    // Root ignores directory modes, so as root the child drops to an unprivileged user.
     ChildLimits limits;
-    if (::geteuid() == 0) limits.run_as_uid = kNobody;
+    if (::geteuid() == 0) {
+        // Root ignores directory modes, so the child drops to an unprivileged user; it runs
+        // copies of the binary and the dataset, since the checkout may not be readable to it.
+        limits.run_as_uid = kNobody;
+        limits.binary = (m_dir / "matmul_toolkit").string();
+        fs::copy_file(MMT_CLI_PATH, limits.binary);
+        fs::copy_file(m_sample, m_dir / "sample_cpu.json");
+        m_sample = (m_dir / "sample_cpu.json").string();
+    }
     expect_refused(collect(m_out / "data.json"), "cannot write", limits, "collect");
     expect_refused(train(m_out / "m.pt", m_out / "logs"), "cannot write", limits, "train");
     expect_refused(convert(m_out), m_out.string(), limits, "convert");
