@@ -2,12 +2,14 @@
 
 #include "collect_options.hpp"
 
+#include <filesystem>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
 
 #include "matmul_toolkit/collect/backend_factory.hpp"
 #include "matmul_toolkit/collect/interrupt.hpp"
+#include "matmul_toolkit/collect/worker_pool.hpp"
 #include "matmul_toolkit/core/dataset_stats.hpp"
 
 namespace mmt::cli {
@@ -71,6 +73,14 @@ void add_measurement_options(CLI::App& cmd, CollectCliOptions& o) {
     cmd.add_option("--repeat", o.repeat, "Timed runs per config; the median is recorded (default: the backend's)");
     cmd.add_option("--chunk-size", o.chunk_size,
                    "Write every N problems to OUTPUT_1, OUTPUT_2, ... (resumable)");
+    cmd.add_option("--num-shards", o.num_shards,
+                   "Split the problem list into N disjoint slices (same seed and flags in every run)")
+        ->capture_default_str();
+    cmd.add_option("--shard-index", o.shard_index,
+                   "Collect only slice I (0..N-1), written to OUTPUT_shardIofN")
+        ->capture_default_str();
+    cmd.add_option("--devices", o.devices,
+                   "Measure with one worker process per device: 0,1,... or all (on cpu: that many workers)");
     cmd.add_option("--diode-layout", o.diode_layout, "torch-diode dataset layout to write")
         ->check(CLI::IsMember({"current", "legacy"}))
         ->capture_default_str();
@@ -110,6 +120,7 @@ collect::CollectOptions to_collect_options(const CollectCliOptions& o, const Glo
     c.output = o.output;
     c.format = global.format;
     c.chunk_size = o.chunk_size;
+    c.shard = {o.shard_index, o.num_shards};
     c.layout = core::parse_diode_layout(o.diode_layout);
     c.trace_dir = o.trace_dir;
     return c;
@@ -117,7 +128,17 @@ collect::CollectOptions to_collect_options(const CollectCliOptions& o, const Glo
 
 int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global) {
     const auto options = to_collect_options(o, global);
-    const auto backend = collect::make_backend(resolved_device(global));
+    const std::string device = resolved_device(global);
+    collect::WorkerPoolOptions pool;
+    if (!o.devices.empty()) {
+        pool.devices = collect::parse_devices(o.devices, collect::device_count(device));
+        if (!options.trace_dir.empty()) {
+            throw core::InputError("--trace-dir", "is not available with --devices (trace one device at a time)");
+        }
+        pool.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--device", device,
+                        "--log-level", global.log_level, "collect-worker"};
+    }
+    const auto backend = collect::make_backend(device);
     // Bad input is reported alone, before anything else is printed or measured.
     collect::plan_collection(options, *backend);
     spdlog::info("measuring on {} ({})", backend->hardware_name(), backend->name());
@@ -126,7 +147,8 @@ int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global)
     const auto progress = collect::make_progress(o.quiet);
     collect::CollectionSummary summary;
     try {
-        summary = collect::run_collection(options, *backend, progress.get());
+        summary = pool.devices.empty() ? collect::run_collection(options, *backend, progress.get())
+                                       : collect::run_worker_collection(options, *backend, pool, progress.get());
     } catch (const collect::CollectionInterrupted& e) {
         std::cout << collect::format_summary(e.summary());
         throw;

@@ -46,6 +46,9 @@ struct CollectCliOptions {
 
     // Output.
     std::optional<int> chunk_size;
+    int shard_index = 0;
+    int num_shards = 1;
+    std::string devices;  ///< --devices: empty runs in this process
     std::string diode_layout = "current";
     std::string trace_dir;
     bool quiet = false;

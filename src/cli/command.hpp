@@ -32,10 +32,12 @@ void register_all_commands(CLI::App& app, const GlobalOptions& global);
 
 void register_stats(CLI::App& app, const GlobalOptions& global);
 void register_convert(CLI::App& app, const GlobalOptions& global);
+void register_merge(CLI::App& app, const GlobalOptions& global);
 void register_validate_max_autotune(CLI::App& app, const GlobalOptions& global);
 void register_recommend(CLI::App& app, const GlobalOptions& global);
 void register_export_lut(CLI::App& app, const GlobalOptions& global);
 void register_collect(CLI::App& app, const GlobalOptions& global);
+void register_collect_worker(CLI::App& app, const GlobalOptions& global);
 void register_create_validation(CLI::App& app, const GlobalOptions& global);
 void register_collect_shapeset(CLI::App& app, const GlobalOptions& global);
 void register_train(CLI::App& app, const GlobalOptions& global);

@@ -41,10 +41,12 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
 void register_all_commands(CLI::App& app, const GlobalOptions& global) {
     register_stats(app, global);
     register_convert(app, global);
+    register_merge(app, global);
     register_validate_max_autotune(app, global);
     register_recommend(app, global);
     register_export_lut(app, global);
     register_collect(app, global);
+    register_collect_worker(app, global);
     register_create_validation(app, global);
     register_collect_shapeset(app, global);
     register_train(app, global);

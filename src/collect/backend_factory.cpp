@@ -1,5 +1,10 @@
 #include "matmul_toolkit/collect/backend_factory.hpp"
 
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
 #include "matmul_toolkit/build_config.hpp"
 #include "matmul_toolkit/collect/cpu_backend.hpp"
 #include "matmul_toolkit/core/error.hpp"
@@ -16,6 +21,21 @@ bool cuda_device_available() {
 #else
     return false;
 #endif
+}
+
+int device_count(const std::string& device) {
+    if (device == "cpu") return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // The driver is asked directly (no CUDA headers here), so counting creates no context.
+    void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (driver == nullptr) return 0;
+    using InitFn = int (*)(unsigned int);
+    using CountFn = int (*)(int*);
+    auto* init = reinterpret_cast<InitFn>(::dlsym(driver, "cuInit"));
+    auto* count_fn = reinterpret_cast<CountFn>(::dlsym(driver, "cuDeviceGetCount"));
+    int count = 0;
+    if (init == nullptr || count_fn == nullptr || init(0) != 0 || count_fn(&count) != 0) count = 0;
+    ::dlclose(driver);
+    return count;
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int device_index) {

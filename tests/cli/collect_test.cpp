@@ -160,6 +160,8 @@ TEST_F(CollectCommand, BadInputIsOneErrorLineAndExitCode2BeforeAnyWork) {
         {{"--dtypes", "float16"}, "error: --dtypes: float16 is not supported by the cpu backend"},
         {{"--search-space", "FAST"}, "error: --search-space: "},
         {{"--output", path("a_file/data.json").string()}, "error: --output: "},
+        {{"--shard-index", "3", "--num-shards", "3"}, "error: --shard-index: 3 is outside 0..2"},
+        {{"--num-shards", "0"}, "error: --num-shards: must be at least 1"},
     };
     for (const auto& [extra, expected] : cases) {
         auto args = tiny("data.json", 2);

@@ -76,7 +76,11 @@ struct CollectionSummary {
     double timed_kernel_seconds = 0.0;  ///< inside timed kernel runs (the backend's count)
     std::vector<std::filesystem::path> files;  ///< every output file, resumed ones included
     core::Dataset dataset;  ///< what those files hold now (or what was collected in memory)
+    /// In-memory runs only: the sidecar's per-problem timing documents (meta key -> label -> doc).
+    core::OrderedJson problems_meta = core::OrderedJson::object();
     bool interrupted = false;
+    /// Runs with worker processes (--devices): each worker that died, and what became of its problem.
+    std::vector<std::string> worker_failures;
 };
 
 /// Thrown by run_collection when SIGINT/SIGTERM stopped it, after everything finished was

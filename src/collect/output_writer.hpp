@@ -1,0 +1,129 @@
+#pragma once
+// Private to src/collect: the writer the engine and the worker pool share, so a collection
+// measured in worker processes lands in the same files, chunks and sidecars as one run
+// in process.
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "matmul_toolkit/build_config.hpp"
+#include "matmul_toolkit/collect/dataset_collector.hpp"
+#include "matmul_toolkit/collect/engine.hpp"
+#include "matmul_toolkit/collect/output_files.hpp"
+#include "matmul_toolkit/core/meta_sidecar.hpp"
+
+namespace mmt::collect {
+
+// Mid-chunk checkpoints rewrite the whole file; past this share of the run's time spent
+// saving they wait for the chunk's end, so huge unchunked files don't dominate the run.
+inline constexpr double kMaxSaveShare = 0.1;
+
+// The file a run is writing now (the whole output, or the current chunk), its sidecar, and
+// everything already written.
+class OutputWriter {
+    using Clock = std::chrono::steady_clock;
+public:
+    OutputWriter(const CollectOptions& options, const CollectionPlan& plan, std::string hardware,
+                 core::OrderedJson run_meta)
+        : m_output(plan.output),
+          m_chunk_size(options.chunk_size.value_or(0)),
+          m_layout(options.layout),
+          m_hardware(std::move(hardware)),
+          m_run_meta(std::move(run_meta)),
+          m_current(std::make_unique<DatasetCollector>(m_hardware)) {}
+
+    // Loads what earlier runs wrote; returns everything in those files.
+    core::Dataset resume() {
+        core::Dataset all;
+        if (m_output.empty()) return all;
+        std::vector<std::filesystem::path> files;
+        if (m_chunk_size > 0) {
+            files = existing_chunks(m_output);
+        } else if (std::filesystem::is_regular_file(m_output)) {
+            files.push_back(m_output);
+        }
+        std::size_t last_file_problems = 0;
+        for (const auto& file : files) {
+            core::Dataset data;
+            try {
+                data = core::load_dataset(file);
+            } catch (const core::InputError& e) {
+                throw core::InputError(file.string(), "cannot resume from this file (" + e.detail() +
+                                                          "); move it away to start afresh");
+            }
+            last_file_problems = data.num_problems();
+            all.merge(data);
+            m_files.push_back(file);
+        }
+        if (m_chunk_size > 0) {
+            m_chunk_index = static_cast<int>(files.size());
+            if (!files.empty() && last_file_problems < static_cast<std::size_t>(m_chunk_size)) {
+                open_file(files.back());
+            } else {
+                open_file(chunk_path(m_output, ++m_chunk_index));
+            }
+        } else {
+            open_file(m_output);
+        }
+        return all;
+    }
+
+    void add(const ProblemResult& result, const core::OrderedJson& problem_meta) {
+        m_current->add_problem(result.op, result.shape, result.timed_configs);
+        m_meta["problems"][core::meta_problem_key(m_hardware, result.op, result.shape)] = problem_meta;
+        m_dirty = true;
+    }
+
+    // Saves when the chunk is full (and starts the next), or when a checkpoint is cheap
+    // enough; `elapsed` is the run's time so far.
+    void checkpoint(double elapsed) {
+        if (m_output.empty()) return;
+        const bool chunk_full =
+            m_chunk_size > 0 && m_current->get_dataset().num_problems() >= static_cast<std::size_t>(m_chunk_size);
+        if (chunk_full || m_save_seconds <= kMaxSaveShare * elapsed) save();
+        if (chunk_full) open_file(chunk_path(m_output, ++m_chunk_index));
+    }
+
+    void save() {
+        if (m_output.empty() || !m_dirty) return;
+        const auto start = Clock::now();
+        m_current->save_to_file(m_path, m_layout);
+        core::save_meta_sidecar(m_path, m_meta);
+        if (std::find(m_files.begin(), m_files.end(), m_path) == m_files.end()) m_files.push_back(m_path);
+        m_dirty = false;
+        m_save_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+
+    const std::vector<std::filesystem::path>& files() const { return m_files; }
+    const core::Dataset& in_memory() const { return m_current->get_dataset(); }
+
+private:
+    void open_file(const std::filesystem::path& path) {
+        m_path = path;
+        m_current = std::make_unique<DatasetCollector>(m_hardware);
+        if (std::filesystem::exists(path)) m_current->load_from_file(path);
+        m_meta = std::filesystem::exists(path) ? core::load_meta_sidecar(path) : core::OrderedJson::object();
+        m_meta["tool"] = {{"name", "matmul_toolkit"}, {"version", MMT_VERSION_STRING}};
+        m_meta["run"] = m_run_meta;
+        if (!m_meta.contains("problems")) m_meta["problems"] = core::OrderedJson::object();
+        m_dirty = false;
+    }
+
+    std::filesystem::path m_output;
+    int m_chunk_size;
+    core::DiodeLayout m_layout;
+    std::string m_hardware;
+    core::OrderedJson m_run_meta;
+    std::unique_ptr<DatasetCollector> m_current;
+    std::filesystem::path m_path;
+    core::OrderedJson m_meta = core::OrderedJson::object();
+    int m_chunk_index = 0;
+    bool m_dirty = false;
+    double m_save_seconds = 0.0;
+    std::vector<std::filesystem::path> m_files;
+};
+}  // namespace mmt::collect

@@ -1,0 +1,454 @@
+#include "matmul_toolkit/collect/worker_pool.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <istream>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/collect/interrupt.hpp"
+#include "matmul_toolkit/core/json_codec.hpp"
+#include "output_writer.hpp"
+
+namespace mmt::collect {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = core::OrderedJson;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Only what changes how one problem is measured travels to the workers.
+Json options_to_json(const CollectOptions& o) {
+    Json j;
+    j["search_space"] = search_space_name(o.search_space);
+    j["configs_file"] = o.configs_file.string();
+    j["search_mode"] = o.search_mode;
+    j["allow_tf32"] = o.allow_tf32;
+    j["time_reference"] = o.time_reference;
+    j["warmup"] = o.warmup ? Json(*o.warmup) : Json();
+    j["repeat"] = o.repeat ? Json(*o.repeat) : Json();
+    j["seed"] = o.seed;
+    return j;
+}
+
+CollectOptions options_from_json(const Json& j) {
+    CollectOptions o;
+    o.search_space = parse_search_space(j.at("search_space").get<std::string>());
+    o.configs_file = j.at("configs_file").get<std::string>();
+    o.search_mode = j.at("search_mode").get<std::string>();
+    o.allow_tf32 = j.at("allow_tf32").get<bool>();
+    o.time_reference = j.at("time_reference").get<bool>();
+    if (!j.at("warmup").is_null()) o.warmup = j.at("warmup").get<int>();
+    if (!j.at("repeat").is_null()) o.repeat = j.at("repeat").get<int>();
+    o.seed = j.at("seed").get<std::uint64_t>();
+    return o;
+}
+
+Json problem_to_json(const Problem& p) {
+    return {{"op", p.op}, {"layout", p.layout}, {"shape", core::shape_key(p.shape)},
+            {"alpha", p.alpha}, {"beta", p.beta}};
+}
+
+Problem problem_from_json(const Json& j) {
+    Problem p;
+    p.op = j.at("op").get<std::string>();
+    p.layout = j.at("layout").get<std::string>();
+    p.shape = core::parse_shape_key(j.at("shape").get<std::string>(), "worker request");
+    p.alpha = j.at("alpha").get<float>();
+    p.beta = j.at("beta").get<float>();
+    return p;
+}
+
+template <typename Map>
+void add_counts(Map& into, const Json& from) {
+    for (const auto& [reason, n] : from.items()) into[reason] += n.template get<std::size_t>();
+}
+
+std::string describe_status(int status) {
+    if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+    if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+    return "stopped";
+}
+
+bool write_all(int fd, const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+struct Worker {
+    int device = 0;
+    pid_t pid = -1;
+    int to = -1;    // its stdin
+    int from = -1;  // its stdout
+    std::string buffer;
+    long current = -1;  // index into the plan's problems, -1 when idle
+    bool alive = false;
+};
+
+Worker spawn(const WorkerPoolOptions& pool, int device) {
+    int to[2], from[2];
+    if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0) {
+        throw core::Error("--devices", std::string("pipe: ") + std::strerror(errno));
+    }
+    std::vector<std::string> args = pool.command;
+    args.push_back("--device-index");
+    args.push_back(std::to_string(device));
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw core::Error("--devices", std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+        ::dup2(to[0], 0);
+        ::dup2(from[1], 1);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    ::close(to[0]);
+    ::close(from[1]);
+    Worker w;
+    w.device = device;
+    w.pid = pid;
+    w.to = to[1];
+    w.from = from[0];
+    w.alive = true;
+    return w;
+}
+
+// Writes to a worker that died must fail with EPIPE, not end the parent.
+class IgnoreSigpipe {
+public:
+    IgnoreSigpipe() {
+        struct sigaction ignore {};
+        ignore.sa_handler = SIG_IGN;
+        ::sigaction(SIGPIPE, &ignore, &m_previous);
+    }
+    ~IgnoreSigpipe() { ::sigaction(SIGPIPE, &m_previous, nullptr); }
+
+private:
+    struct sigaction m_previous {};
+};
+
+}  // namespace
+
+std::vector<int> parse_devices(const std::string& text, int available) {
+    std::vector<int> devices;
+    if (text == "all") {
+        if (available < 1) throw core::InputError("--devices", "all: no device available");
+        for (int i = 0; i < available; ++i) devices.push_back(i);
+        return devices;
+    }
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        std::size_t used = 0;
+        int device = -1;
+        try {
+            device = std::stoi(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size() || device < 0) {
+            throw core::InputError("--devices", "'" + item + "' is not a device index (expected 0,1,... or all)");
+        }
+        if (device >= available) {
+            throw core::InputError("--devices", "device " + item + " is not available (" +
+                                                    std::to_string(available) + " devices)");
+        }
+        for (const int d : devices) {
+            if (d == device) throw core::InputError("--devices", "device " + item + " is listed twice");
+        }
+        devices.push_back(device);
+    }
+    if (devices.empty()) throw core::InputError("--devices", "no device given");
+    return devices;
+}
+
+void serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
+    std::string line;
+    if (!std::getline(in, line)) return;
+    const CollectOptions base = options_from_json(core::parse_json_text(line, "worker options"));
+    while (std::getline(in, line)) {
+        const Json request = core::parse_json_text(line, "worker request");
+        Json reply;
+        reply["index"] = request.at("index");
+        reply["hardware"] = backend.hardware_name();
+        try {
+            CollectOptions options = base;
+            options.problems = {problem_from_json(request.at("problem"))};
+            const CollectionSummary s = run_collection(options, backend);
+            reply["dataset"] = core::dataset_to_document(s.dataset);
+            reply["meta"] = s.problems_meta;
+            reply["configs_considered"] = s.configs_considered;
+            reply["configs_timed"] = s.configs_timed;
+            reply["references_timed"] = s.references_timed;
+            reply["pruned"] = s.pruned;
+            reply["failed"] = s.failed;
+            reply["reference_failed"] = s.reference_failed;
+            reply["timed_kernel_seconds"] = s.timed_kernel_seconds;
+        } catch (const core::Interrupted&) {
+            throw;
+        } catch (const std::exception& e) {
+            reply["error"] = e.what();
+        }
+        out << reply.dump() << '\n' << std::flush;
+    }
+}
+
+CollectionSummary run_worker_collection(const CollectOptions& options, const Backend& backend,
+                                        const WorkerPoolOptions& pool, ProgressSink* progress) {
+    const auto start = Clock::now();
+    auto silent = make_silent_progress();
+    ProgressSink& sink = progress != nullptr ? *progress : *silent;
+    if (!options.trace_dir.empty()) {
+        throw core::InputError("--trace-dir", "is not available with --devices (trace one device at a time)");
+    }
+    if (pool.devices.empty()) throw core::InputError("--devices", "no device given");
+    if (pool.command.empty()) throw core::Error("--devices", "no worker command");
+
+    const CollectionPlan plan = plan_collection(options, backend);
+    CollectionSummary summary;
+    summary.backend = backend.name();
+    summary.hardware = backend.hardware_name();
+    summary.problems_planned = plan.problems.size();
+
+    OutputWriter writer(options, plan, summary.hardware, run_metadata(options, plan, backend));
+    const core::Dataset existing = writer.resume();
+    std::deque<std::size_t> queue;
+    for (std::size_t i = 0; i < plan.problems.size(); ++i) {
+        const auto& p = plan.problems[i];
+        if (existing.contains(summary.hardware, p.op_key(), p.shape)) {
+            ++summary.problems_resumed;
+        } else {
+            queue.push_back(i);
+        }
+    }
+
+    ProgressState state;
+    state.problems_total = plan.problems.size();
+    state.problems_resumed = summary.problems_resumed;
+    state.problems_done = summary.problems_resumed;
+    std::size_t finished = 0;
+    auto update_rates = [&] {
+        state.elapsed_seconds = seconds_since(start);
+        state.configs_timed = summary.configs_timed;
+        state.configs_per_second =
+            state.elapsed_seconds > 0 ? static_cast<double>(summary.configs_timed) / state.elapsed_seconds : 0.0;
+        const std::size_t remaining = state.problems_total - state.problems_done;
+        state.eta_seconds = finished > 0 ? state.elapsed_seconds / static_cast<double>(finished) *
+                                               static_cast<double>(remaining)
+                                         : -1.0;
+    };
+    sink.on_start(state);
+
+    IgnoreSigpipe ignore_sigpipe;
+    std::vector<Worker> workers;
+    const std::string header = options_to_json(options).dump() + "\n";
+    for (const int device : pool.devices) {
+        workers.push_back(spawn(pool, device));
+        (void)write_all(workers.back().to, header);  // a worker that is gone fails its first request
+    }
+    spdlog::info("{} workers on {} devices", workers.size(), backend.name());
+
+    std::set<std::size_t> retried;
+    auto bury = [&](Worker& w) {
+        w.alive = false;
+        ::close(w.to);
+        ::close(w.from);
+        int status = 0;
+        ::waitpid(w.pid, &status, 0);
+        if (interrupt_requested()) return;
+        std::string what = "worker on device " + std::to_string(w.device) + " (pid " + std::to_string(w.pid) +
+                           ") " + describe_status(status);
+        if (w.current >= 0) {
+            const auto index = static_cast<std::size_t>(w.current);
+            what += " while measuring " + describe_problem(plan.problems[index]);
+            if (retried.insert(index).second) {
+                queue.push_front(index);
+                what += "; retrying it on another worker";
+            } else {
+                ++summary.failed["a worker died on this problem twice"];
+                ++summary.problems_empty;
+                ++state.problems_done;
+                what += " for the second time; giving it up";
+            }
+        }
+        w.current = -1;
+        spdlog::error("{}", what);
+        summary.worker_failures.push_back(what);
+    };
+    auto accept = [&](Worker& w, const std::string& line) {
+        const Json reply = core::parse_json_text(line, "worker on device " + std::to_string(w.device));
+        const auto index = static_cast<std::size_t>(w.current);
+        w.current = -1;
+        const Problem& problem = plan.problems[index];
+        ++state.problems_done;
+        ++finished;
+        if (reply.contains("error")) {
+            ++summary.failed[reply.at("error").get<std::string>()];
+            ++summary.problems_empty;
+            update_rates();
+            sink.on_problem_done(state, describe_problem(problem) + ": failed, " + reply.at("error").get<std::string>());
+            return;
+        }
+        if (reply.at("hardware").get<std::string>() != summary.hardware) {
+            throw core::InputError("--devices", "device " + std::to_string(w.device) + " is a " +
+                                                    reply.at("hardware").get<std::string>() + ", not a " +
+                                                    summary.hardware + "; collect different hardware separately");
+        }
+        summary.configs_considered += reply.at("configs_considered").get<std::size_t>();
+        summary.configs_timed += reply.at("configs_timed").get<std::size_t>();
+        summary.references_timed += reply.at("references_timed").get<std::size_t>();
+        summary.timed_kernel_seconds += reply.at("timed_kernel_seconds").get<double>();
+        add_counts(summary.pruned, reply.at("pruned"));
+        add_counts(summary.failed, reply.at("failed"));
+        add_counts(summary.reference_failed, reply.at("reference_failed"));
+        const core::Dataset measured = core::dataset_from_document(reply.at("dataset"), "worker reply");
+        ProblemResult result{summary.hardware, problem.op_key(), problem.shape, {}};
+        if (const auto* hw = measured.find_hardware(reply.at("hardware").get<std::string>())) {
+            if (const auto* op = hw->find(result.op)) {
+                if (const auto* p = op->find(problem.shape)) result.timed_configs = p->timed_configs;
+            }
+        }
+        std::string line_out = describe_problem(problem) + ": " + std::to_string(result.timed_configs.size()) +
+                               " entries on device " + std::to_string(w.device);
+        if (result.timed_configs.empty()) {
+            ++summary.problems_empty;
+        } else {
+            const auto key = core::meta_problem_key(summary.hardware, result.op, result.shape);
+            const Json& meta = reply.at("meta");
+            writer.add(result, meta.contains(key) ? meta.at(key) : Json::object());
+            publish_result(result);
+            ++summary.problems_collected;
+        }
+        writer.checkpoint(seconds_since(start));
+        update_rates();
+        sink.on_problem_done(state, line_out);
+    };
+
+    try {
+        for (;;) {
+            if (interrupt_requested()) {
+                summary.interrupted = true;
+                break;
+            }
+            for (auto& w : workers) {
+                if (!w.alive || w.current >= 0 || queue.empty()) continue;
+                w.current = static_cast<long>(queue.front());
+                queue.pop_front();
+                const Json request{{"index", w.current}, {"problem", problem_to_json(plan.problems[w.current])}};
+                state.current = describe_problem(plan.problems[w.current]);
+                sink.on_config(state);
+                if (!write_all(w.to, request.dump() + "\n")) {
+                    // It died while idle: the problem never reached it, so this is no retry.
+                    queue.push_front(static_cast<std::size_t>(w.current));
+                    w.current = -1;
+                    bury(w);
+                }
+            }
+            std::vector<pollfd> fds;
+            std::vector<Worker*> polled;
+            for (auto& w : workers) {
+                if (!w.alive || w.current < 0) continue;
+                fds.push_back({w.from, POLLIN, 0});
+                polled.push_back(&w);
+            }
+            if (fds.empty()) {
+                bool any_alive = false;
+                for (const auto& w : workers) any_alive = any_alive || w.alive;
+                if (!queue.empty() && !any_alive) {
+                    throw core::Error("--devices", "every worker died; " + std::to_string(queue.size()) +
+                                                       " problems are not collected (run again to resume)");
+                }
+                break;
+            }
+            // A bounded wait, so Ctrl-C is noticed while every worker is busy.
+            if (::poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) {
+                throw core::Error("--devices", std::string("poll: ") + std::strerror(errno));
+            }
+            for (std::size_t i = 0; i < fds.size(); ++i) {
+                if (fds[i].revents == 0) continue;
+                Worker& w = *polled[i];
+                char chunk[65536];
+                const ssize_t n = ::read(w.from, chunk, sizeof chunk);
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) {
+                    bury(w);
+                    continue;
+                }
+                w.buffer.append(chunk, static_cast<std::size_t>(n));
+                std::size_t newline;
+                while (w.current >= 0 && (newline = w.buffer.find('\n')) != std::string::npos) {
+                    const std::string line = w.buffer.substr(0, newline);
+                    w.buffer.erase(0, newline + 1);
+                    accept(w, line);
+                }
+            }
+        }
+    } catch (...) {
+        writer.save();
+        for (auto& w : workers) {
+            if (!w.alive) continue;
+            ::kill(w.pid, SIGTERM);
+            ::close(w.to);
+            ::close(w.from);
+            ::waitpid(w.pid, nullptr, 0);
+        }
+        throw;
+    }
+
+    for (auto& w : workers) {
+        if (!w.alive) continue;
+        if (w.current >= 0) {
+            ++summary.problems_abandoned;
+            ::kill(w.pid, SIGTERM);
+        }
+        ::close(w.to);  // end of input: an idle worker exits
+        ::close(w.from);
+        ::waitpid(w.pid, nullptr, 0);
+        w.alive = false;
+    }
+    writer.save();
+    update_rates();
+    state.current.clear();
+    sink.on_finish(state);
+
+    summary.files = writer.files();
+    if (plan.output.empty()) {
+        summary.dataset = writer.in_memory();
+    } else {
+        for (const auto& file : summary.files) summary.dataset.merge(core::load_dataset(file));
+    }
+    summary.wall_seconds = seconds_since(start);
+    if (summary.interrupted) {
+        std::string where = summary.files.empty() ? "nothing was saved" : "saved to " + summary.files.back().string();
+        throw CollectionInterrupted("interrupted: " + std::to_string(summary.problems_collected) +
+                                        " problems collected this run, " + where +
+                                        "; run the same command again to resume",
+                                    std::move(summary));
+    }
+    return summary;
+}
+
+}  // namespace mmt::collect
