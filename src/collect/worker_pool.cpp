@@ -159,9 +159,14 @@ std::vector<int> parse_devices(const std::string& text, int available) {
         for (int i = 0; i < available; ++i) devices.push_back(i);
         return devices;
     }
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
+    std::vector<std::string> items;
+    for (std::size_t begin = 0;;) {
+        const std::size_t comma = text.find(',', begin);
+        items.push_back(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+        if (comma == std::string::npos) break;
+        begin = comma + 1;
+    }
+    for (const auto& item : items) {
         std::size_t used = 0;
         int device = -1;
         try {

@@ -1,0 +1,87 @@
+// The worker pool's pieces that need no process: --devices parsing and the worker's side
+// of the pipe protocol (tests/cli/collect_workers_test runs real worker processes).
+
+#include "matmul_toolkit/collect/worker_pool.hpp"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "matmul_toolkit/collect/cpu_backend.hpp"
+#include "matmul_toolkit/collect/problem_generator.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/core/json_codec.hpp"
+
+namespace mmt::collect {
+namespace {
+
+TEST(ParseDevices, ListsAndAll) {
+    EXPECT_EQ(parse_devices("0,1,3", 4), (std::vector<int>{0, 1, 3}));
+    EXPECT_EQ(parse_devices("2", 4), std::vector<int>{2});
+    EXPECT_EQ(parse_devices("all", 3), (std::vector<int>{0, 1, 2}));
+}
+
+TEST(ParseDevices, RejectsBadLists) {
+    for (const auto& [text, available] : std::vector<std::pair<std::string, int>>{
+             {"", 2}, {"0,", 2}, {"a", 2}, {"-1", 2}, {"1x", 2}, {"0,0", 2}, {"2", 2}, {"all", 0}}) {
+        try {
+            parse_devices(text, available);
+            FAIL() << "accepted '" << text << "' with " << available << " devices";
+        } catch (const core::InputError& e) {
+            EXPECT_EQ(e.subject(), "--devices") << text;
+        }
+    }
+}
+
+TEST(ServeWorker, AnswersOneLinePerProblemWithItsTimings) {
+    const auto a = make_problem("mm", "nn", 1, 24, 40, 16, "float32");
+    const auto b = make_problem("bmm", "nt", 2, 16, 16, 32, "float32");
+    auto request = [](long index, const Problem& p) {
+        return core::OrderedJson{{"index", index},
+                                 {"problem", {{"op", p.op}, {"layout", p.layout}, {"shape", core::shape_key(p.shape)},
+                                              {"alpha", p.alpha}, {"beta", p.beta}}}}
+            .dump();
+    };
+    const core::OrderedJson options{{"search_space", "DEFAULT"}, {"configs_file", ""}, {"search_mode", "max-autotune"},
+                                    {"allow_tf32", false}, {"time_reference", false}, {"warmup", 0},
+                                    {"repeat", 1}, {"seed", 3}};
+    std::istringstream in(options.dump() + "\n" + request(4, a) + "\n" + request(9, b) + "\n");
+    std::ostringstream out;
+    CpuBackend backend;
+    serve_worker(backend, in, out);
+
+    std::istringstream replies(out.str());
+    std::string line;
+    std::vector<core::OrderedJson> got;
+    while (std::getline(replies, line)) got.push_back(core::parse_json_text(line, "reply"));
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0]["index"], 4);
+    EXPECT_EQ(got[1]["index"], 9);
+    EXPECT_EQ(got[0]["hardware"], backend.hardware_name());
+    EXPECT_EQ(got[0]["configs_considered"], 20);  // DEFAULT
+    const auto dataset = core::dataset_from_document(got[1]["dataset"], "reply");
+    ASSERT_EQ(dataset.num_problems(), 1u);
+    EXPECT_TRUE(dataset.contains(backend.hardware_name(), "bmm_nt", b.shape));
+    EXPECT_EQ(dataset.num_timings(), got[1]["configs_timed"].get<std::size_t>());
+    EXPECT_FALSE(got[1]["meta"].empty());
+}
+
+TEST(ServeWorker, AProblemItCannotMeasureIsAnErrorReplyNotAnExit) {
+    auto bad = make_problem("mm", "nn", 1, 24, 40, 16, "float16");  // the CPU backend has no float16
+    const core::OrderedJson options{{"search_space", "DEFAULT"}, {"configs_file", ""}, {"search_mode", "max-autotune"},
+                                    {"allow_tf32", false}, {"time_reference", false}, {"warmup", 0},
+                                    {"repeat", 1}, {"seed", 3}};
+    const core::OrderedJson request{{"index", 0},
+                                    {"problem", {{"op", "mm"}, {"layout", "nn"}, {"shape", core::shape_key(bad.shape)},
+                                                 {"alpha", 1.0}, {"beta", 1.0}}}};
+    std::istringstream in(options.dump() + "\n" + request.dump() + "\n");
+    std::ostringstream out;
+    CpuBackend backend;
+    serve_worker(backend, in, out);
+    const auto reply = core::parse_json_text(out.str(), "reply");
+    EXPECT_NE(reply["error"].get<std::string>().find("float16"), std::string::npos) << reply.dump();
+}
+
+}  // namespace
+}  // namespace mmt::collect
