@@ -1,5 +1,7 @@
 #include "networks.hpp"
 
+#include <tuple>
+
 #include <torch/nn/init.h>
 
 namespace mmt::model {
@@ -76,6 +78,85 @@ void RuntimeNetImpl::initialise(double output_bias) {
         }
     }
     m_output->bias.fill_(output_bias);
+}
+
+namespace {
+
+/// BatchNorm in eval mode as y = scale ⊙ x + shift.
+std::pair<at::Tensor, at::Tensor> affine_of(const torch::nn::BatchNorm1dImpl& norm) {
+    const at::Tensor scale = norm.weight / torch::sqrt(norm.running_var + norm.options.eps());
+    return {scale, norm.bias - norm.running_mean * scale};
+}
+
+/// A Linear whose input first went through y = scale ⊙ x + shift:
+/// W (scale ⊙ x + shift) + b = (W · diag(scale)) x + (W shift + b).
+std::pair<at::Tensor, at::Tensor> absorb_input_affine(const at::Tensor& weight, const at::Tensor& bias,
+                                                      const at::Tensor& scale, const at::Tensor& shift) {
+    return {weight * scale.unsqueeze(0), bias + torch::mv(weight, shift)};
+}
+
+}  // namespace
+
+FoldedNet RuntimeNetImpl::fold() const {
+    torch::NoGradGuard no_grad;
+    FoldedNet folded;
+    auto dense = [](const at::Tensor& weight, const at::Tensor& bias, bool relu) {
+        FoldedNet::Dense d;
+        d.weight_t = weight.detach().t().contiguous();
+        d.bias = bias.detach().contiguous();
+        d.relu = relu;
+        return d;
+    };
+    if (m_base) {
+        // Entries come in fours (Linear, ReLU, BatchNorm, Dropout), then the output Linear;
+        // each BatchNorm folds into the Linear after it.
+        at::Tensor scale, shift;
+        const std::size_t n = m_base->size();
+        for (std::size_t i = 0; i < n; i += 4) {
+            const auto* linear = m_base->ptr(i)->as<torch::nn::LinearImpl>();
+            at::Tensor w = linear->weight, b = linear->bias;
+            if (scale.defined()) std::tie(w, b) = absorb_input_affine(w, b, scale, shift);
+            const bool last = i + 1 == n;
+            folded.m_chain.push_back(dense(w, b, !last));
+            if (!last) std::tie(scale, shift) = affine_of(*m_base->ptr(i + 2)->as<torch::nn::BatchNorm1dImpl>());
+        }
+        return folded;
+    }
+    folded.m_deep = true;
+    const auto* input = m_input->ptr(0)->as<torch::nn::LinearImpl>();
+    folded.m_chain.push_back(dense(input->weight, input->bias, true));
+    std::tie(folded.m_input_scale, folded.m_input_shift) = affine_of(*m_input->ptr(2)->as<torch::nn::BatchNorm1dImpl>());
+    for (const auto& block : m_blocks) {
+        const auto& seq = block->m_block;
+        const auto* first = seq->ptr(0)->as<torch::nn::LinearImpl>();
+        const auto [mid_scale, mid_shift] = affine_of(*seq->ptr(2)->as<torch::nn::BatchNorm1dImpl>());
+        const auto* second = seq->ptr(4)->as<torch::nn::LinearImpl>();
+        const auto [out_scale, out_shift] = affine_of(*seq->ptr(5)->as<torch::nn::BatchNorm1dImpl>());
+        auto [w, b] = absorb_input_affine(second->weight, second->bias, mid_scale, mid_shift);
+        // The BatchNorm after the second Linear scales its output rows.
+        w = w * out_scale.unsqueeze(1);
+        b = b * out_scale + out_shift;
+        folded.m_blocks.emplace_back(dense(first->weight, first->bias, true), dense(w, b, false));
+    }
+    folded.m_output = dense(m_output->weight, m_output->bias, false);
+    return folded;
+}
+
+at::Tensor FoldedNet::forward(const at::Tensor& x) const {
+    auto apply = [](const Dense& d, const at::Tensor& in) {
+        at::Tensor out = at::addmm(d.bias, in, d.weight_t);
+        if (d.relu) out.relu_();
+        return out;
+    };
+    at::Tensor h = x;
+    for (const auto& d : m_chain) h = apply(d, h);
+    if (!m_deep) return h;
+    h.mul_(m_input_scale).add_(m_input_shift);
+    for (const auto& [first, second] : m_blocks) {
+        at::Tensor v = apply(second, apply(first, h));
+        h = v.add_(h).relu_();
+    }
+    return apply(m_output, h);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> RuntimeNetImpl::state_dict() const {

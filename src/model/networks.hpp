@@ -27,9 +27,33 @@ public:
     torch::Tensor forward(const torch::Tensor& x);
 
 private:
+    friend class RuntimeNetImpl;
     torch::nn::Sequential m_block;
 };
 TORCH_MODULE(ResidualBlock);
+
+/// An eval-mode network with every BatchNorm folded into a neighbouring Linear and dropout
+/// gone: a chain of matrix products, bias adds and ReLUs, which is all inference needs.
+/// Predictions equal the module's eval-mode output up to float rounding.
+class FoldedNet {
+public:
+    /// ln(time ms) for standardised rows (rows × features, float32, on the net's device).
+    at::Tensor forward(const at::Tensor& x) const;
+
+private:
+    friend class RuntimeNetImpl;
+    struct Dense {
+        at::Tensor weight_t;  ///< in × out, contiguous, so a row batch multiplies it directly
+        at::Tensor bias;
+        bool relu = true;
+    };
+    std::vector<Dense> m_chain;      ///< base: every layer; deep: the input layer only
+    at::Tensor m_input_scale;        ///< deep: the input layer's BatchNorm, kept explicit
+    at::Tensor m_input_shift;        ///< because the first residual connection reads it
+    std::vector<std::pair<Dense, Dense>> m_blocks;  ///< deep: (first, second) Linear per block
+    Dense m_output;                  ///< deep only (base ends its chain with it)
+    bool m_deep = false;
+};
 
 /// The runtime model: features (standardised) -> ln(time ms).
 class RuntimeNetImpl : public torch::nn::Module {
@@ -41,6 +65,9 @@ public:
     /// init, which keeps the first steps finite); the output bias starts at `output_bias`
     /// (the mean training target) so training does not begin far from the data.
     void initialise(double output_bias);
+
+    /// The eval-mode computation with BatchNorm folded away (see FoldedNet).
+    FoldedNet fold() const;
 
     /// Parameters and buffers by their state-dict names.
     std::vector<std::pair<std::string, torch::Tensor>> state_dict() const;

@@ -189,6 +189,7 @@ Predictor::Impl::Impl(ModelInfo info_in, RuntimeNet net_in, c10::Device device_i
     for (std::size_t i = 0; i < inv_std.size(); ++i) inv_std[i] = 1.0f / info.feature_std[i];
     net->to(device);
     net->eval();
+    folded = net->fold();
 }
 
 void Predictor::Impl::standardise(float* rows, std::size_t count) const {
@@ -211,7 +212,7 @@ std::vector<double> Predictor::Impl::forward(const float* standardised, std::siz
         auto input = torch::from_blob(const_cast<float*>(standardised + start * inv_std.size()),
                                       {static_cast<std::int64_t>(count), width}, torch::kFloat32);
         if (device.type() != c10::kCPU) input = input.to(device);
-        auto result = net->forward(input).reshape({-1});
+        auto result = folded.forward(input).reshape({-1});
         if (device.type() != c10::kCPU) result = result.to(torch::kCPU);
         result = result.contiguous();
         const float* values = result.data_ptr<float>();

@@ -17,6 +17,7 @@ struct Predictor::Impl {
 
     ModelInfo info;
     mutable RuntimeNet net;
+    FoldedNet folded;  ///< what forward() runs: the net's eval-mode computation, folded
     c10::Device device;
     std::vector<float> inv_std;  ///< 1 / feature_std, so standardising is a multiply
     std::size_t batch_size = 1 << 16;

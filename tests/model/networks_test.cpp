@@ -74,5 +74,35 @@ TEST(Networks, InitialisedNetworksGiveFiniteOutputsNearTheTargetMean) {
     }
 }
 
+// Folding BatchNorm into the Linears must not change what the network computes. Trained-
+// looking statistics (not the identity a fresh BatchNorm has) make the check meaningful.
+TEST(Networks, FoldedNetworkMatchesTheModuleInEvalMode) {
+    for (auto type : {ModelType::base, ModelType::deep}) {
+        ModelSpec spec;
+        spec.type = type;
+        spec.hidden_dims = {24, 16, 8};
+        spec.hidden_dim = 12;
+        spec.num_layers = 3;
+        torch::manual_seed(5);
+        RuntimeNet net(spec, 10);
+        net->initialise(0.3);
+        {
+            torch::NoGradGuard no_grad;
+            for (auto& [name, tensor] : net->state_dict()) {
+                if (name.find("running_var") != std::string::npos) tensor.uniform_(0.5, 2.0);
+                else if (name.find("running_mean") != std::string::npos) tensor.normal_(0.0, 0.5);
+                else if (name.find("num_batches") == std::string::npos) tensor.add_(torch::randn_like(tensor) * 0.1);
+            }
+        }
+        net->eval();
+        torch::NoGradGuard no_grad;
+        const auto x = torch::randn({50, 10});
+        const auto expected = net->forward(x);
+        const auto folded = net->fold().forward(x);
+        EXPECT_TRUE(torch::allclose(folded, expected, 1e-4, 1e-5))
+            << to_string(type) << " max diff " << (folded - expected).abs().max().item<float>();
+    }
+}
+
 }  // namespace
 }  // namespace mmt::model
