@@ -308,10 +308,10 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
     info.best_validation_loss = std::isfinite(best_loss) ? best_loss : 0.0;
 
     result.model = Predictor(std::make_unique<Predictor::Impl>(std::move(info), std::move(net), device));
-    if (!result.interrupted) {
-        result.test_report = evaluate_model(result.model, select_problems(problems, result.split.test),
-                                            options.top_n_worst);
-    }
+    // Even after an interrupt: the best weights so far deserve their test numbers, and
+    // inference over the test split takes a moment.
+    result.test_report = evaluate_model(result.model, select_problems(problems, result.split.test),
+                                        options.top_n_worst);
     return result;
 }
 

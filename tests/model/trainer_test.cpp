@@ -123,6 +123,7 @@ TEST(Trainer, StopRequestEndsTrainingWithBestWeights) {
     EXPECT_TRUE(result.interrupted);
     EXPECT_EQ(result.history.size(), 2u);
     EXPECT_GE(result.best_epoch, 1);
+    EXPECT_EQ(result.test_report.overall.problems, result.split.test.size());
 }
 
 TEST(Trainer, SameSeedGivesSameModel) {
