@@ -153,7 +153,7 @@ void check_features(const std::vector<std::string>& stored, const std::string& p
     throw core::InputError(path, what.str());
 }
 
-void load_state_dict(RuntimeNet& net, const CheckpointReader& state, const std::string& path) {
+void load_state_dict(RuntimeNet& net, const CheckpointReader& state) {
     torch::NoGradGuard no_grad;
     auto expected = net->state_dict();
     for (auto& [name, tensor] : expected) {
@@ -176,7 +176,6 @@ void load_state_dict(RuntimeNet& net, const CheckpointReader& state, const std::
             if (!known) state.fail("model_state_dict has an unexpected entry '" + key + "'");
         }
     }
-    (void)path;
 }
 
 }  // namespace
@@ -229,20 +228,22 @@ Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 Predictor::~Predictor() = default;
 
-const ModelInfo& Predictor::info() const {
+const Predictor::Impl& Predictor::loaded() const {
     if (!m_impl) throw core::Error("model", "no model loaded");
-    return m_impl->info;
+    return *m_impl;
 }
 
+const ModelInfo& Predictor::info() const { return loaded().info; }
+
 void Predictor::set_batch_size(std::size_t rows) {
-    if (!m_impl) throw core::Error("model", "no model loaded");
+    loaded();
     m_impl->batch_size = std::max<std::size_t>(1, rows);
 }
 
 std::vector<double> Predictor::predict_log_ms(const std::string& op_key, const core::MMShape& shape,
                                               const std::vector<core::GemmConfig>& configs,
                                               int parallel_units) const {
-    const auto& model = *m_impl;
+    const auto& model = loaded();
     const ProblemFeatures problem(op_key, shape,
                                   parallel_units > 0 ? parallel_units : model.info.parallel_units);
     const std::size_t width = num_features();
@@ -261,7 +262,7 @@ std::vector<double> Predictor::predict_ms(const std::string& op_key, const core:
 }
 
 std::vector<double> Predictor::predict_log_ms(const std::vector<PredictionQuery>& queries) const {
-    const auto& model = *m_impl;
+    const auto& model = loaded();
     const std::size_t width = num_features();
     std::vector<float> rows(queries.size() * width);
     for (std::size_t i = 0; i < queries.size(); ++i) {
@@ -284,16 +285,8 @@ std::vector<std::size_t> Predictor::rank(const std::string& op_key, const core::
     return order;
 }
 
-std::vector<double> Predictor::predict_features(const std::vector<float>& standardised,
-                                                std::size_t rows) const {
-    if (standardised.size() != rows * num_features()) {
-        throw core::Error("model", "feature matrix size does not match rows × features");
-    }
-    return m_impl->forward(standardised.data(), rows);
-}
-
 void Predictor::save(const std::filesystem::path& path) const {
-    const auto& model = *m_impl;
+    const auto& model = loaded();
     const ModelInfo& info = model.info;
     const bool base = info.spec.type == ModelType::base;
 
@@ -434,7 +427,7 @@ Predictor Predictor::load(const std::filesystem::path& path, const std::string& 
     }
 
     RuntimeNet net(info.spec, static_cast<int>(num_features()));
-    load_state_dict(net, file.sub("model_state_dict"), where);
+    load_state_dict(net, file.sub("model_state_dict"));
     return Predictor(std::make_unique<Impl>(std::move(info), std::move(net), device));
 }
 

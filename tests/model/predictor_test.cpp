@@ -149,6 +149,12 @@ TEST_F(PredictorFiles, MissingOrForeignFilesAreClearErrors) {
     EXPECT_THROW(Predictor::load(cut), core::InputError);
 }
 
+TEST(Predictor, AnEmptyPredictorThrowsInsteadOfCrashing) {
+    const Predictor empty;
+    EXPECT_THROW(empty.info(), core::Error);
+    EXPECT_THROW(empty.predict_log_ms("mm", core::make_shape(1, 8, 8, 8, "float32"), some_configs()), core::Error);
+}
+
 TEST_F(PredictorFiles, CudaOnAMachineWithoutItIsAClearError) {
     if (default_training_device() == "cuda") GTEST_SKIP() << "a CUDA device is present";
     const auto trained = train(ModelType::base);

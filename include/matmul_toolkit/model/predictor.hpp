@@ -83,16 +83,16 @@ public:
                                   const std::vector<core::GemmConfig>& configs,
                                   int parallel_units = 0) const;
 
-    /// Predicts standardised feature rows (rows × num_features(), row-major), for callers
-    /// that built features themselves. Returns log(ms) per row.
-    std::vector<double> predict_features(const std::vector<float>& standardised, std::size_t rows) const;
-
     /// Rows per forward pass when predicting large batches.
     void set_batch_size(std::size_t rows);
 
+    /// The LibTorch side (src/model and its tests only: the type is private there).
     Impl& impl() const { return *m_impl; }
 
 private:
+    /// The model, or core::Error when none is loaded (a default-constructed Predictor).
+    const Impl& loaded() const;
+
     std::unique_ptr<Impl> m_impl;
 };
 
