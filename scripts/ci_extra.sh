@@ -2,12 +2,12 @@
 # CI after the README's test command (issue 7): the CPU test suites built with
 # AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target for a short time.
 #
-# The sanitizer build holds the suites of src/core and the fuzz-regression replay.
+# The sanitizer build holds the suites of src/core and src/collect (CPU backend; the CUDA
+# backend is off) and the fuzz-regression replay.
 # Left out: everything that links LibTorch (tests/model, and the tests/cli,
 # tests/workflows and kill-safety / output-failure tests, which run the binary): Debian's
 # LibTorch is not built with ASan, and compiling src/model's LibTorch-heavy sources a second
-# time would take most of the CI budget. The src/collect suites are left out for time
-# too (about 25 more ASan compiles on CI's 2 cores; not yet measured to fit).
+# time would take most of the CI budget.
 #   SKIP_SANITIZERS=1 / SKIP_FUZZ=1 skip a part; FUZZ_SECONDS sets the time per target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,10 @@ if [[ "${SKIP_SANITIZERS:-0}" != 1 ]]; then
   asan_dir=${ASAN_BUILD_DIR:-build-asan}
   tests=(core_types_test core_dataset_test core_json_codec_test core_dataset_io_test core_meta_sidecar_test
          core_dataset_stats_test reliability_fuzz_regression_test)
+  for name in backend backend_factory config_space cpu_backend cpu_gemm dataset_collector dataset_merge engine \
+              interrupt output_files problem_generator progress random sharding timing_stats trace; do
+    tests+=("collect_${name}_test")
+  done
   # CMake takes CXXFLAGS / LDFLAGS from the environment on the first configure.
   CXXFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
   LDFLAGS="-fsanitize=address,undefined" \
