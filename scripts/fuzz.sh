@@ -21,6 +21,9 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
 fi
 cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
 
+# The targets write each input to a scratch file under TMPDIR; keep those in the build dir.
+export TMPDIR="$PWD/$build_dir/tmp"
+mkdir -p "$TMPDIR"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
