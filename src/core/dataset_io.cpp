@@ -201,7 +201,7 @@ public:
         OrderedJson parsed;
         try {
             parsed = OrderedJson::parse(key);
-        } catch (const OrderedJson::parse_error&) {
+        } catch (const OrderedJson::exception&) {
             fail(where, "shape key is not a JSON object: '" + key + "'");
         }
         return shape(parsed, where);
@@ -214,7 +214,7 @@ public:
             OrderedJson parsed;
             try {
                 parsed = OrderedJson::parse(value.get_ref<const std::string&>());
-            } catch (const OrderedJson::parse_error&) {
+            } catch (const OrderedJson::exception&) {
                 fail(where, "config string is not valid JSON");
             }
             return config_object(parsed, where);

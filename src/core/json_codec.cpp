@@ -415,7 +415,8 @@ OrderedJson parse_json_text(const std::string& text, const std::string& subject)
         };
     try {
         return OrderedJson::parse(text, limit_depth);
-    } catch (const OrderedJson::parse_error& e) {
+    } catch (const OrderedJson::exception& e) {
+        // parse_error, and out_of_range for numbers beyond a double ("1E400").
         std::string what = e.what();
         // Drop nlohmann's "[json.exception.parse_error.101] " tag; keep line and column.
         const auto tag_end = what.find("] ");

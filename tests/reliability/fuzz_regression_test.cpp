@@ -51,5 +51,17 @@ TEST(FuzzRegression, AMsgpackCountBeyondTheFileSizeIsRefusedBeforeAllocating) {
     }
 }
 
+TEST(FuzzRegression, ANumberBeyondADoubleIsRefusedAsInvalidJson) {
+    // nlohmann reports "32E768" as out_of_range, not parse_error: it escaped the loader.
+    try {
+        (void)load_shapeset(kRegressions / "shapeset/number_overflow.json");
+        FAIL() << "loaded";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("invalid JSON"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)load_dataset(kRegressions / "dataset_json/shape_key_number_overflow.json"),
+                 InputError);
+}
+
 }  // namespace
 }  // namespace mmt::core
