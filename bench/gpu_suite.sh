@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the CUDA backend's GPU tests and benchmark on a GPU machine, runs them, and writes
 # logs and result tables under $OUT (default out/gpu).
-#   bash bench/gpu_suite.sh [build] [tests] [suite] [throughput] [repeatability] [ab] [sass] [cli]
-# With no step named, runs them all. STEP_TIMEOUT_<step>=seconds caps a step (its log so
+#   bash bench/gpu_suite.sh [build] [tests] [suite] [throughput] [repeatability] [ab] [sass] [cli] [triton]
+# With no step named, runs them all but `triton` (optional, named only: Inductor's Triton GEMMs
+# vs cuBLAS with python3 torch, bench/triton_suite.py, under $OUT/triton; TRITON_ARGS passes
+# options; with the suite step's $OUT/suite.csv present it adds the ours/Triton/cuBLAS table). STEP_TIMEOUT_<step>=seconds caps a step (its log so
 # far stays under $OUT), so one slow step cannot starve the others of a time-limited run. A msgpack-cxx unpacked under .deps/msgpack (apt-get
 # download libmsgpack-cxx-dev; dpkg -x) is used when the machine has none; LibTorch comes
 # from the python3 torch package when there is one.
@@ -70,6 +72,15 @@ for path in glob.glob(os.path.expanduser("~/.cache/matmul_toolkit/kernels/*.cubi
         print("sass:", ", ".join(f"{op} {c}" for op, c in ops.most_common(14)))
         break
 PY
+fi
+
+if want triton; then
+  mkdir -p "$out/triton"
+  ours=()
+  [[ -f $out/suite.csv ]] && ours=(--ours "$out/suite.csv")
+  # The script's own --budget stops starting problems; the cap stops a compile that hangs.
+  timeout "$(cap triton)" python3 bench/triton_suite.py --out "$out/triton" "${ours[@]}" ${TRITON_ARGS:-} \
+    2>"$out/triton/stderr.log" | tee "$out/triton.log" || status=1
 fi
 
 if want cli && [[ -x $build/src/cli/matmul_toolkit ]]; then
