@@ -268,6 +268,15 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
             todo.push_back(i);
         }
     }
+    {
+        // A backend that builds kernels per problem (CUDA) starts on all of them now, in
+        // the order they will be measured, instead of one problem at a time.
+        std::vector<Problem> pending;
+        for (const std::size_t index : todo) pending.push_back(plan.problems[index]);
+        backend.plan(pending, [&](const Problem& p) {
+            return specialize_configs(configs_of(plan, p.op), p, options.allow_tf32);
+        });
+    }
 
     const double kernel_seconds_before = backend.timed_kernel_seconds();
     ProgressState state;

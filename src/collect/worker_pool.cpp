@@ -194,6 +194,18 @@ void serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
     std::string line;
     if (!std::getline(in, line)) return;
     const CollectOptions base = options_from_json(core::parse_json_text(line, "worker options"));
+    try {
+        // The CUDA backend starts building the kernels of every problem of the run now, in
+        // the order the parent hands them out (each problem in hand still plans itself first).
+        const CollectionPlan all = plan_collection(base, backend);
+        backend.plan(all.problems, [&](const Problem& p) {
+            for (const auto& [op, configs] : all.configs_per_op)
+                if (op == p.op) return specialize_configs(configs, p, base.allow_tf32);
+            return std::vector<core::GemmConfig>{};
+        });
+    } catch (const std::exception& e) {
+        spdlog::debug("worker: no kernel plan for the run ({})", e.what());
+    }
     while (std::getline(in, line)) {
         const Json request = core::parse_json_text(line, "worker request");
         Json reply;

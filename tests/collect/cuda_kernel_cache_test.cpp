@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "cuda/kernel_cache.hpp"
 #include "cuda/kernel_source.hpp"
@@ -89,6 +90,55 @@ TEST_F(CudaKernelCache, PrefetchCompilesOnWorkers) {
     const auto k = cache.get(kUtility);
     ASSERT_TRUE(k->ok);
     EXPECT_EQ(cache.stats().compiled, 1u);
+}
+
+std::size_t files_in(const std::filesystem::path& dir) {
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ".ptx";
+    return n;
+}
+
+// Waits (at most a minute) for the workers to have built `n` kernels.
+bool wait_compiled(const KernelCache& cache, std::size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (cache.stats().compiled < n) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
+// Distinct cache keys for the same quick-to-compile utility kernels.
+std::string utility(int i) { return std::string(kUtility) + "// plan test " + std::to_string(i) + "\n"; }
+
+TEST_F(CudaKernelCache, PlannedKernelsAreBuiltUnaskedAndLeftOnDisk) {
+    // One worker takes the plan in order; the kernel get() already built is not rebuilt.
+    KernelCache cache(gemm_kernel_source(), "compute_80", m_dir, 1);
+    ASSERT_TRUE(cache.get(utility(1))->ok);
+    cache.plan({utility(1), utility(2), utility(3)});
+    EXPECT_EQ(cache.stats().planned, 3u);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (files_in(m_dir) < 3 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(files_in(m_dir), 3u);
+    EXPECT_EQ(cache.stats().compiled, 3u);
+    // Planned and unasked: dropped from memory once on disk, read back when asked for.
+    const auto planned = cache.get(utility(3));
+    ASSERT_TRUE(planned->ok);
+    EXPECT_TRUE(planned->from_disk);
+    // Asked for before the plan: still in memory.
+    EXPECT_FALSE(cache.get(utility(1))->from_disk);
+    EXPECT_EQ(cache.stats().compiled, 3u);
+}
+
+TEST_F(CudaKernelCache, WithoutADiskPlannedKernelsStayInMemory) {
+    KernelCache cache(gemm_kernel_source(), "compute_80", {}, 2);
+    cache.plan({utility(4), utility(5)});
+    ASSERT_TRUE(wait_compiled(cache, 2));
+    const auto k = cache.get(utility(5));
+    ASSERT_TRUE(k->ok);
+    EXPECT_FALSE(k->from_disk);
+    EXPECT_EQ(cache.stats().compiled, 2u);
 }
 
 TEST_F(CudaKernelCache, FailedCompileIsCachedAsFailure) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ struct PruneResult {
     std::vector<PrunedConfig> pruned;
 };
 
+/// The configs the engine will offer prune() for a problem (already specialised).
+using ConfigsForProblem = std::function<std::vector<core::GemmConfig>(const Problem&)>;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -80,6 +84,16 @@ public:
 
     /// Defaults for --warmup, --repeat and --max-size on this backend.
     virtual CollectionDefaults collection_defaults() const { return {}; }
+
+    /// Called once before any timing with the problems still to measure, in the order they
+    /// will be measured; `configs_for` (valid during the call only) gives each problem's
+    /// configs. A backend that builds kernels per problem (CUDA) starts building them all
+    /// here, so the first problems' kernels are ready first. Advisory: nothing changes if a
+    /// backend ignores it (the default), and it never throws for a problem prune() accepts.
+    virtual void plan(const std::vector<Problem>& problems, const ConfigsForProblem& configs_for) {
+        (void)problems;
+        (void)configs_for;
+    }
 
     /// Splits configs into those this backend can run for the problem and those it can't.
     /// `kept` is what the engine times: a backend may rewrite fields that mean nothing to

@@ -10,6 +10,7 @@
 
 #include "cuda_check.hpp"
 #include "driver_api.hpp"
+#include "kernel_plan.hpp"
 #include "kernel_source.hpp"
 #include "nvrtc_compiler.hpp"
 #include "matmul_toolkit/collect/cuda_backend.hpp"
@@ -208,6 +209,29 @@ PruneResult CudaBackend::prune(const std::vector<core::GemmConfig>& configs, con
     }
     if (tf32) m_tf32_problems.insert(describe(problem));
     return result;
+}
+
+void CudaBackend::plan(const std::vector<Problem>& problems, const ConfigsForProblem& configs_for) {
+    const auto start = std::chrono::steady_clock::now();
+    const DeviceLimits device_limits = limits();
+    // The same spec and rule as prune(), so the plan holds exactly the kernels time() loads.
+    const auto runnable = [&](const core::GemmConfig& config, const Problem& problem) -> std::optional<KernelSpec> {
+        KernelSpec spec = spec_for(config, problem);
+        if (unsupported_reason(spec, device_limits)) return std::nullopt;
+        return spec;
+    };
+    const std::vector<KernelSpec> specs = plan_kernel_specs(problems, configs_for, runnable, kMaxPlannedKernels);
+    precompile(specs);
+    spdlog::info("cuda: {} kernels planned for {} problems{} ({:.2f} s); the compile workers build them in order",
+                 specs.size(), problems.size(), specs.size() >= kMaxPlannedKernels ? " (the cap: later ones on demand)" : "",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+void CudaBackend::precompile(const std::vector<KernelSpec>& specs) {
+    std::vector<std::string> preludes;
+    preludes.reserve(specs.size());
+    for (const KernelSpec& spec : specs) preludes.push_back(kernel_prelude(spec));
+    m_cache->plan(std::move(preludes));
 }
 
 KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& problem) const {

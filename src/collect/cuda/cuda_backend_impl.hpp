@@ -20,6 +20,10 @@
 
 namespace mmt::collect::cuda {
 
+/// At most this many kernels are planned ahead; later ones compile when prune() reaches
+/// them. With a disk cache a planned kernel costs only its prelude in memory until used.
+inline constexpr std::size_t kMaxPlannedKernels = 16384;
+
 struct CudaBackendOptions {
     int device_index = 0;
     /// Kernel disk cache; empty means KernelCache::default_disk_dir().
@@ -66,6 +70,12 @@ public:
     Timing time(const Problem& problem, const core::GemmConfig& config, const TimingOptions& options) override;
     Timing time_reference(const Problem& problem, const TimingOptions& options) override;
     double timed_kernel_seconds() const override { return m_timer->timed_seconds(); }
+    /// Hands every runnable kernel the problems need (first kMaxPlannedKernels, in order of
+    /// use) to the compile workers, which build them while the GPU times earlier problems.
+    void plan(const std::vector<Problem>& problems, const ConfigsForProblem& configs_for) override;
+
+    /// Kernels to build in the background, in this order, ahead of an earlier plan's rest.
+    void precompile(const std::vector<KernelSpec>& specs);
 
     const DeviceInfo& device() const { return m_context.info(); }
     DeviceLimits limits() const;

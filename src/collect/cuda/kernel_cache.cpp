@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -18,6 +19,7 @@ namespace mmt::collect::cuda {
 struct KernelCache::Entry {
     std::string prelude;
     enum class State { queued, running, done } state = State::queued;
+    bool planned_only = false;  // taken from the plan, and no get()/prefetch() asked for it yet
     std::shared_ptr<const CompiledKernel> result;
     std::condition_variable done_cv;
 };
@@ -80,7 +82,10 @@ std::string KernelCache::key_text(const std::string& prelude) const { return m_k
 std::shared_ptr<KernelCache::Entry> KernelCache::find_or_add(const std::string& prelude, bool queue) {
     std::lock_guard<std::mutex> lock(m_mutex);
     auto it = m_entries.find(prelude);
-    if (it != m_entries.end()) return it->second;
+    if (it != m_entries.end()) {
+        it->second->planned_only = false;
+        return it->second;
+    }
     auto entry = std::make_shared<Entry>();
     entry->prelude = prelude;
     m_entries.emplace(prelude, entry);
@@ -92,6 +97,20 @@ std::shared_ptr<KernelCache::Entry> KernelCache::find_or_add(const std::string& 
 }
 
 void KernelCache::prefetch(const std::string& prelude) { find_or_add(prelude, true); }
+
+void KernelCache::plan(std::vector<std::string> preludes) {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_stats.planned += preludes.size();
+        // The earlier plan's remainder follows: a worker process plans the whole run, then
+        // each problem it is handed plans its own kernels first.
+        preludes.insert(preludes.end(), std::make_move_iterator(m_plan.begin() + static_cast<std::ptrdiff_t>(m_plan_next)),
+                        std::make_move_iterator(m_plan.end()));
+        m_plan = std::move(preludes);
+        m_plan_next = 0;
+    }
+    m_queue_cv.notify_all();
+}
 
 std::shared_ptr<const CompiledKernel> KernelCache::get(const std::string& prelude) {
     auto entry = find_or_add(prelude, false);
@@ -123,6 +142,11 @@ void KernelCache::run(Entry& entry, CompileWorker* worker) {
     entry.result = result;
     entry.state = Entry::State::done;
     entry.done_cv.notify_all();
+    // A planned kernel that is safely on disk need not stay in memory until it is used.
+    if (entry.planned_only && result->ok && m_disk_ok) {
+        auto it = m_entries.find(entry.prelude);
+        if (it != m_entries.end() && it->second.get() == &entry) m_entries.erase(it);
+    }
 }
 
 std::shared_ptr<const CompiledKernel> KernelCache::build(const std::string& prelude, CompileWorker* worker) {
@@ -218,15 +242,36 @@ void KernelCache::worker_loop(std::unique_ptr<CompileWorker> worker) {
         std::shared_ptr<Entry> entry;
         {
             std::unique_lock<std::mutex> lock(m_mutex);
-            m_queue_cv.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
+            m_queue_cv.wait(lock, [this] { return m_stopping || !m_queue.empty() || m_plan_next < m_plan.size(); });
             if (m_stopping) return;
-            entry = m_queue.front();
-            m_queue.pop_front();
-            if (entry->state != Entry::State::queued) continue;  // get() took it
+            if (!m_queue.empty()) {
+                entry = m_queue.front();
+                m_queue.pop_front();
+                if (entry->state != Entry::State::queued) continue;  // get() took it
+            } else {
+                entry = take_planned();
+                if (!entry) continue;
+            }
             entry->state = Entry::State::running;
         }
         run(*entry, worker.get());
     }
+}
+
+std::shared_ptr<KernelCache::Entry> KernelCache::take_planned() {
+    while (m_plan_next < m_plan.size()) {
+        std::string& prelude = m_plan[m_plan_next++];
+        if (m_entries.count(prelude) != 0) continue;  // asked for, built or building already
+        auto entry = std::make_shared<Entry>();
+        entry->prelude = std::move(prelude);
+        entry->planned_only = true;
+        m_entries.emplace(entry->prelude, entry);
+        return entry;
+    }
+    m_plan.clear();
+    m_plan.shrink_to_fit();
+    m_plan_next = 0;
+    return nullptr;
 }
 
 KernelCacheStats KernelCache::stats() const {

@@ -34,6 +34,7 @@ struct KernelCacheStats {
     std::size_t failures = 0;      ///< compilations that failed
     double compile_seconds = 0.0;  ///< summed over worker threads
     double wait_seconds = 0.0;     ///< time get() callers spent waiting for a compile
+    std::size_t planned = 0;       ///< preludes handed to plan()
 };
 
 /// Kernels keyed by (kernel-source hash, NVRTC version and options, target arch, prelude).
@@ -52,6 +53,12 @@ public:
     /// Queues the compilation of prelude + source unless it is cached or queued already.
     void prefetch(const std::string& prelude);
 
+    /// Kernels to build in the background, in this order, whenever no prefetch() is waiting;
+    /// they go ahead of what earlier plans still have left. With a disk cache, a planned
+    /// kernel nobody has asked for yet is dropped from memory once it is on disk, so a plan
+    /// of thousands of kernels holds only their preludes; get() reads it back from disk.
+    void plan(std::vector<std::string> preludes);
+
     /// The kernel for the prelude: from memory, from disk, from a worker, or compiled on
     /// the calling thread when no worker has started it yet.
     std::shared_ptr<const CompiledKernel> get(const std::string& prelude);
@@ -67,6 +74,7 @@ private:
     struct Entry;
 
     std::shared_ptr<Entry> find_or_add(const std::string& prelude, bool queue);
+    std::shared_ptr<Entry> take_planned();  // the next planned kernel not yet known; m_mutex held
     void run(Entry& entry, CompileWorker* worker);
     std::shared_ptr<const CompiledKernel> build(const std::string& prelude, CompileWorker* worker);
     std::string key_text(const std::string& prelude) const;
@@ -83,6 +91,8 @@ private:
     std::condition_variable m_queue_cv;
     std::unordered_map<std::string, std::shared_ptr<Entry>> m_entries;
     std::deque<std::shared_ptr<Entry>> m_queue;
+    std::vector<std::string> m_plan;  // plan(): taken in order when m_queue is empty
+    std::size_t m_plan_next = 0;
     std::vector<std::thread> m_workers;
     bool m_stopping = false;
     bool m_disk_ok = true;
