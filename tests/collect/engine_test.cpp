@@ -367,5 +367,64 @@ TEST(FormatSummary, ReportsCountsReasonsAndThroughput) {
     EXPECT_NE(text.find("15.0 configs/s, 75.0 % of wall time"), std::string::npos) << text;
 }
 
+// Forwards to the CPU backend and records what the engine hands Backend::plan().
+class PlanRecorder final : public Backend {
+public:
+    explicit PlanRecorder(Backend& inner) : m_inner(inner) {}
+    std::string name() const override { return m_inner.name(); }
+    std::string hardware_name() const override { return m_inner.hardware_name(); }
+    std::vector<std::string> supported_dtypes() const override { return m_inner.supported_dtypes(); }
+    std::vector<std::string> supported_ops() const override { return m_inner.supported_ops(); }
+    CollectionDefaults collection_defaults() const override { return m_inner.collection_defaults(); }
+    void plan(const std::vector<Problem>& problems, const ConfigsForProblem& configs_for) override {
+        calls.push_back(problems);
+        for (const auto& p : problems) configs.push_back(configs_for(p));
+    }
+    PruneResult prune(const std::vector<core::GemmConfig>& c, const Problem& p) const override {
+        offered.push_back(c);
+        return m_inner.prune(c, p);
+    }
+    void prepare(const Problem& p, std::uint64_t seed) override {
+        prepared.push_back(p);
+        m_inner.prepare(p, seed);
+    }
+    Timing time(const Problem& p, const core::GemmConfig& c, const TimingOptions& o) override {
+        return m_inner.time(p, c, o);
+    }
+    Timing time_reference(const Problem& p, const TimingOptions& o) override { return m_inner.time_reference(p, o); }
+    double timed_kernel_seconds() const override { return m_inner.timed_kernel_seconds(); }
+
+    std::vector<std::vector<Problem>> calls;
+    std::vector<std::vector<core::GemmConfig>> configs;
+    mutable std::vector<std::vector<core::GemmConfig>> offered;
+    std::vector<Problem> prepared;
+
+private:
+    Backend& m_inner;
+};
+
+TEST_F(Engine, PlansThePendingProblemsOnceBeforeMeasuring) {
+    auto o = tiny(3);
+    o.output = path("data.json");
+    o.allow_tf32 = true;
+    PlanRecorder first(m_backend);
+    run_collection(o, first);
+    // One call, every problem in the order measured, with exactly the configs prune() got.
+    ASSERT_EQ(first.calls.size(), 1u);
+    ASSERT_EQ(first.calls[0].size(), 3u);
+    ASSERT_EQ(first.prepared.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(first.calls[0][i].op_key(), first.prepared[i].op_key());
+        EXPECT_TRUE(first.calls[0][i].shape == first.prepared[i].shape);
+        EXPECT_EQ(first.configs[i], first.offered[i]);
+    }
+    // A resumed run plans only what is left: here nothing.
+    PlanRecorder again(m_backend);
+    run_collection(o, again);
+    ASSERT_EQ(again.calls.size(), 1u);
+    EXPECT_TRUE(again.calls[0].empty());
+    EXPECT_TRUE(again.prepared.empty());
+}
+
 }  // namespace
 }  // namespace mmt::collect
