@@ -3,7 +3,12 @@
 //   cuda_gemm_bench throughput     the whole EXHAUSTIVE grid on one problem, cold and warm kernel cache
 //   cuda_gemm_bench repeatability  DEFAULT configs timed in two passes: relative differences
 //   cuda_gemm_bench ab             the two main loops (KernelSpec::frag_pipeline) side by side
-// Options: --out DIR (tables as .md/.csv there), --quick (fewer problems).
+// Options: --out DIR (tables as .md/.csv there), --quick (fewer problems), --no-wgmma (the
+// mma.sync kernel only, also on Hopper), and for suite: --large (only the compute-bound
+// problems and the op variants), --hopper-subset (only EXHAUSTIVE configs with 64..256
+// tiles, 4 or 8 warps, 2+ stages and BLOCK_K 32..128: the region where the best config of
+// either kernel lies on large problems, at a sixth of the compile cost), --only TEXT
+// (repeatable: only the problems whose name, e.g. "mm 4096x4096x4096 bf16", contains TEXT).
 
 #include <algorithm>
 #include <array>
@@ -32,6 +37,10 @@ struct Args {
     std::string mode;
     std::filesystem::path out = ".";
     bool quick = false;
+    bool wgmma = true;
+    bool large = false;
+    bool hopper_subset = false;
+    std::vector<std::string> only;  // suite: problems whose name contains one of these
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -82,15 +91,29 @@ struct Ranked {
 };
 
 // --------------------------------------------------------------------------- suite
+bool in_hopper_subset(const core::GemmConfig& c) {
+    return c.block_m >= 64 && c.block_n >= 64 && (c.num_warps == 4 || c.num_warps == 8) && c.num_stages >= 2 &&
+           c.block_k >= 32 && c.block_k <= 128;
+}
+
 void run_suite(const Args& args) {
     cuda::CudaBackendOptions o;
     o.cache_dir = cuda::KernelCache::default_disk_dir();
+    o.wgmma = args.wgmma;
     cuda::CudaBackend backend(o);
+    const std::string tag = args.wgmma ? "" : "_no_wgmma";
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
     std::vector<Problem> problems{make_problem("addmm", 1, 4096, 4096, 4096, "bfloat16"),
                                   make_problem("bmm", 32, 1024, 1024, 1024, "bfloat16")};
+    if (args.large) {
+        // The compute-bound problems first, the op variants last.
+        problems = {make_problem("mm", 1, 4096, 4096, 4096, "bfloat16"), make_problem("mm", 1, 8192, 8192, 8192, "bfloat16"),
+                    make_problem("mm", 1, 2552, 10616, 7616, "bfloat16"), make_problem("mm", 1, 4096, 4096, 4096, "float16"),
+                    make_problem("mm", 1, 2552, 10616, 7616, "float16"), problems[0], problems[1]};
+    }
     for (const std::string dtype : {"bfloat16", "float16"}) {
+        if (args.large) break;
         problems.push_back(make_problem("mm", 1, 4096, 4096, 4096, dtype));
         if (!args.quick) problems.push_back(make_problem("mm", 1, 8192, 8192, 8192, dtype));
         problems.push_back(make_problem("mm", 1, 2552, 10616, 7616, dtype));
@@ -98,17 +121,31 @@ void run_suite(const Args& args) {
         problems.push_back(make_problem("mm", 1, 1376, 80, 216, dtype));
     }
 
-    const auto exhaustive = exhaustive_configs();
+    if (!args.only.empty())
+        problems.erase(std::remove_if(problems.begin(), problems.end(),
+                                      [&](const Problem& p) {
+                                          for (const auto& text : args.only)
+                                              if (shape_text(p).find(text) != std::string::npos) return false;
+                                          return true;
+                                      }),
+                       problems.end());
+    auto exhaustive = exhaustive_configs();
+    if (args.hopper_subset)
+        exhaustive.erase(std::remove_if(exhaustive.begin(), exhaustive.end(),
+                                        [](const core::GemmConfig& c) { return !in_hopper_subset(c); }),
+                         exhaustive.end());
     const auto defaults = default_configs();
     const TimingOptions screen{1, 3};
     const TimingOptions confirm{3, 20};
     std::ostringstream md, csv;
-    md << "# CUDA backend vs cuBLAS on " << backend.hardware_name() << "\n\n"
+    md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
+       << (args.wgmma ? " (wgmma path where the rule admits the config)" : " (mma.sync only)")
+       << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
           "ratio | timed / pruned / screened / failed |\n|---|---|---|---|---|---|---|---|---|\n";
     csv << "problem,cublas_ms,cublas_tflops,best_config,best_ms,best_tflops,ratio,default_config,default_ms,"
            "default_tflops,default_ratio\n";
-    std::printf("device: %s\n", backend.hardware_name().c_str());
+    std::printf("device: %s, wgmma %s\n", backend.hardware_name().c_str(), args.wgmma ? "on" : "off");
     for (const Problem& p : problems) {
         const auto start = Clock::now();
         backend.prepare(p, 42);
@@ -137,8 +174,13 @@ void run_suite(const Args& args) {
         for (std::size_t i = 0; i < top; ++i) ranked[i].ms = backend.time(p, ranked[i].config, confirm).median_ms;
         std::sort(ranked.begin(), ranked.begin() + top, [](const Ranked& a, const Ranked& b) { return a.ms < b.ms; });
         for (std::size_t i = 0; i < top; ++i)
-            std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s\n", i + 1, describe_config(ranked[i].config).c_str(),
-                        ranked[i].ms, tflops(p, ranked[i].ms));
+        {
+            cuda::KernelSpec spec = cuda::make_spec(ranked[i].config, p);
+            const bool wg = args.wgmma && backend.device().cc_major == 9 && backend.device().cc_minor == 0 &&
+                            cuda::select_wgmma(spec, backend.limits());
+            std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s %s\n", i + 1, describe_config(ranked[i].config).c_str(),
+                        ranked[i].ms, tflops(p, ranked[i].ms), wg ? "wgmma" : "mma.sync");
+        }
         // Best DEFAULT config: rank by the screen, confirm its leader.
         Ranked best_default{{}, 1e30};
         const auto default_specialized = specialize_configs(defaults, p, false);
@@ -169,8 +211,8 @@ void run_suite(const Args& args) {
        << ", read from the disk cache " << st.cache.disk_hits << ", verified " << st.kernels_verified
        << ", wrong " << st.verification_failures << ".\n";
     std::printf("%s", md.str().c_str());
-    write_file(args.out / "suite.md", md.str());
-    write_file(args.out / "suite.csv", csv.str());
+    write_file(args.out / ("suite" + tag + ".md"), md.str());
+    write_file(args.out / ("suite" + tag + ".csv"), csv.str());
 }
 
 // ---------------------------------------------------------------------- throughput
@@ -344,6 +386,14 @@ int main(int argc, char** argv) {
             args.out = argv[++i];
         else if (a == "--quick")
             args.quick = true;
+        else if (a == "--no-wgmma")
+            args.wgmma = false;
+        else if (a == "--large")
+            args.large = true;
+        else if (a == "--hopper-subset")
+            args.hopper_subset = true;
+        else if (a == "--only" && i + 1 < argc)
+            args.only.push_back(argv[++i]);
         else if (args.mode.empty() && a[0] != '-')
             args.mode = a;
         else {
@@ -352,7 +402,8 @@ int main(int argc, char** argv) {
         }
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
-        std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick]\n");
+        std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
+                             "[--large] [--hopper-subset] [--only TEXT]...\n");
         return 2;
     }
     if (!cuda_backend_device_available()) {

@@ -161,5 +161,75 @@ TEST(CudaKernelSpec, KeyAndPreludeCoverEveryParameter) {
     EXPECT_EQ(spec_name(base), "bf16_mm_nn_128x128x32_g8_s3_w4_v8.8.2");
 }
 
+// The wgmma rule (kernel_spec.hpp, wgmma_unsupported_reason), case by case.
+TEST(CudaKernelSpec, WgmmaRuleAdmitsHopperShapedConfigs) {
+    const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
+    auto s = make_spec(config(128, 256, 64, 3, 8), p);
+    ASSERT_TRUE(select_wgmma(s, kH100));
+    EXPECT_EQ(s.math, MathPath::wgmma);
+    // Two warpgroups split block_m = 128: 64 x 256 each, 128 accumulators per thread.
+    EXPECT_EQ(s.wg_m, 64);
+    EXPECT_EQ(s.wg_n, 256);
+    EXPECT_FALSE(s.even_k);
+    EXPECT_FALSE(s.frag_pipeline);
+    EXPECT_EQ(estimated_registers(s), 128 + 40);
+    // Stages of 128·64·2 + 256·64·2 bytes, 1 KiB of alignment slack, two mbarriers per stage.
+    EXPECT_EQ(shared_bytes(s), 1024u + 3u * 49152u + 48u);
+    EXPECT_FALSE(unsupported_reason(s, kH100).has_value());
+    // block_m = 64 with two warpgroups: they split block_n.
+    s = make_spec(config(64, 256, 32, 4, 8), p);
+    ASSERT_TRUE(select_wgmma(s, kH100));
+    EXPECT_EQ(s.wg_m, 64);
+    EXPECT_EQ(s.wg_n, 128);
+    // One warpgroup, two m64 rows: 128 x 128.
+    s = make_spec(config(128, 128, 64, 4, 4), p);
+    ASSERT_TRUE(select_wgmma(s, kH100));
+    EXPECT_EQ(s.wg_m, 128);
+    EXPECT_EQ(s.wg_n, 128);
+    // Column-major B (K-major tiles) takes narrow tiles; row-major B needs 64 columns per warpgroup.
+    s = make_spec(config(64, 32, 32, 3, 4), problem(1, 4096, 4096, 4096, "float16", "mm", "nt"));
+    EXPECT_TRUE(select_wgmma(s, kH100));
+    s = make_spec(config(64, 32, 32, 3, 4), p);
+    EXPECT_FALSE(select_wgmma(s, kH100));
+    EXPECT_EQ(s.math, MathPath::mma16);
+}
+
+TEST(CudaKernelSpec, WgmmaRuleRejectsWhatTheKernelCannotRun) {
+    const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
+    const auto reason = [&](const core::GemmConfig& c, const Problem& q) {
+        auto r = wgmma_unsupported_reason(make_spec(c, q), kH100);
+        return r ? *r : std::string();
+    };
+    EXPECT_NE(reason(config(128, 128, 64, 3, 2), p).find("num_warps"), std::string::npos);
+    EXPECT_NE(reason(config(128, 128, 64, 1, 4), p).find("num_stages"), std::string::npos);
+    EXPECT_NE(reason(config(32, 128, 64, 3, 4), p).find("block_m"), std::string::npos);
+    // 128 x 256 on one warpgroup: 256 accumulators per thread.
+    EXPECT_NE(reason(config(128, 256, 64, 3, 4), p).find("accumulators"), std::string::npos);
+    // 256 x 128 x 128, 4 stages: 4 · 96 KiB.
+    EXPECT_NE(reason(config(256, 128, 128, 4, 8), problem(1, 4096, 4096, 4096, "float16", "mm", "nt")).find("shared"),
+              std::string::npos);
+    // K = 4095: A's rows are not 16-byte aligned, which TMA requires of global strides.
+    EXPECT_NE(reason(config(128, 128, 64, 3, 4), problem(1, 4096, 4096, 4095, "bfloat16")).find("16-byte"),
+              std::string::npos);
+    // float32 keeps its paths.
+    EXPECT_NE(reason(config(128, 128, 32, 3, 4), problem(1, 4096, 4096, 4096, "float32")).find("float16"),
+              std::string::npos);
+    EXPECT_EQ(reason(config(128, 128, 64, 3, 4), p), "");
+}
+
+TEST(CudaKernelSpec, WgmmaSpecsHaveTheirOwnKeyAndArch) {
+    const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
+    const auto mma = make_spec(config(128, 128, 64, 3, 4), p);
+    auto wg = mma;
+    ASSERT_TRUE(select_wgmma(wg, kH100));
+    EXPECT_NE(spec_key(wg), spec_key(mma));
+    EXPECT_NE(kernel_prelude(wg).find("#define MMT_WGMMA 1\n"), std::string::npos);
+    EXPECT_EQ(kernel_prelude(mma).find("MMT_WGMMA"), std::string::npos);
+    EXPECT_EQ(spec_name(wg), "bf16_mm_nn_128x128x64_g8_s3_w4_v8.8.2_wgmma");
+    EXPECT_EQ(nvrtc_arch(9, 0), "sm_90a");
+    EXPECT_EQ(nvrtc_arch(8, 0), "sm_80");
+    EXPECT_EQ(nvrtc_arch(10, 0), "sm_100");
+}
+
 }  // namespace
 }  // namespace mmt::collect::cuda

@@ -148,5 +148,87 @@ TEST(CudaNvrtcCompiler, TensorCorePathsUseMmaAndLdmatrix) {
     EXPECT_NE(fma.image.find("fma.rn.f32"), std::string::npos);
 }
 
+// The wgmma path (gemm_kernel_sm90.cuh) for sm_90a: every DEFAULT config the wgmma rule
+// admits and a sample of EXHAUSTIVE ones, over both 16-bit dtypes, every op and layout,
+// to PTX; a few of them through ptxas too (a cubin), which rejects what PTX lets through
+// (descriptor operands, accumulator registers the wgmma pipeline would serialise on).
+TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
+    const DeviceLimits h100{232448, 255};
+    std::vector<Variant> variants;
+    for (const std::string dtype : {"float16", "bfloat16"})
+        for (const std::string op : {"mm", "addmm", "bmm"})
+            for (const std::string layout : {"nn", "nt", "tn", "tt"}) variants.push_back({dtype, false, op, layout, ""});
+    struct Job {
+        KernelSpec spec;
+        std::string arch;
+    };
+    std::vector<Job> jobs;
+    std::set<std::string> seen_dtypes, seen_ops, seen_layouts, seen_bk, seen_warps;
+    std::size_t next_job = 0, defaults_admitted = 0;
+    const auto add = [&](const core::GemmConfig& config) {
+        // Try variants from the job's own until one admits the config (B row-major needs
+        // 64-column warpgroup tiles, which some configs lack).
+        for (std::size_t attempt = 0; attempt < variants.size(); ++attempt) {
+            const Variant& v = variants[(next_job * 5 + attempt) % variants.size()];
+            Problem p;
+            p.op = v.op;
+            p.layout = v.layout;
+            p.shape = core::make_shape(v.op == "bmm" ? 3 : 1, 512, 512, 520, v.dtype);
+            KernelSpec spec = make_spec(config, p);
+            if (!select_wgmma(spec, h100)) continue;
+            if (unsupported_reason(spec, h100)) continue;
+            const bool cubin = next_job % 8 == 0;
+            jobs.push_back({spec, cubin ? "sm_90a" : "compute_90a"});
+            ++next_job;
+            seen_dtypes.insert(v.dtype);
+            seen_ops.insert(v.op);
+            seen_layouts.insert(v.layout);
+            seen_bk.insert(std::to_string(spec.block_k));
+            seen_warps.insert(std::to_string(spec.num_warps) + (spec.wg_m == spec.block_m ? "n" : "m"));
+            return true;
+        }
+        return false;
+    };
+    for (const auto& c : default_configs()) defaults_admitted += add(c) ? 1 : 0;
+    const auto exhaustive = exhaustive_configs();
+    std::size_t sampled = 0;
+    for (std::size_t i = 0; i < exhaustive.size() && sampled < 24; i += 7) sampled += add(exhaustive[i]) ? 1 : 0;
+    ASSERT_GE(defaults_admitted, 8u);
+    ASSERT_EQ(seen_dtypes.size(), 2u);
+    ASSERT_EQ(seen_ops.size(), 3u);
+    ASSERT_EQ(seen_layouts.size(), 4u);
+    // K-major swizzles of 32, 64 and 128 bytes, and both two-warpgroup splits.
+    EXPECT_TRUE(seen_bk.count("16") && seen_bk.count("32") && seen_bk.count("64")) << seen_bk.size();
+    EXPECT_TRUE(seen_warps.count("8m") && seen_warps.count("8n"));
+
+    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+    std::vector<std::unique_ptr<CompileWorker>> processes;
+    for (unsigned t = 0; t < threads; ++t) processes.push_back(CompileWorker::spawn(gemm_kernel_source()));
+    std::atomic<std::size_t> next{0};
+    std::mutex mutex;
+    std::vector<std::string> failures;
+    const auto worker = [&](CompileWorker* process) {
+        for (std::size_t i = next++; i < jobs.size(); i = next++) {
+            const auto& job = jobs[i];
+            const CompileResult r = process ? process->compile(kernel_prelude(job.spec), job.arch)
+                                            : compile_kernel(kernel_prelude(job.spec), gemm_kernel_source(), job.arch);
+            bool good = r.ok && r.log.find("warning") == std::string::npos;
+            if (good && job.arch == "compute_90a")
+                good = r.image.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(job.spec.wg_n) + "k16.f32") !=
+                           std::string::npos &&
+                       r.image.find("cp.async.bulk.tensor.3d") != std::string::npos &&
+                       r.image.find("mma.sync") == std::string::npos;
+            if (!good) {
+                std::lock_guard<std::mutex> lock(mutex);
+                failures.push_back(spec_name(job.spec) + " " + job.arch + ": " + r.log.substr(0, 2000));
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, processes[t].get());
+    for (auto& t : pool) t.join();
+    EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];
+}
+
 }  // namespace
 }  // namespace mmt::collect::cuda

@@ -111,6 +111,7 @@ std::string describe(const Problem& p) {
 void tolerance(const KernelSpec& s, double& rtol, double& atol_scale) {
     switch (s.math) {
         case MathPath::mma16:
+        case MathPath::wgmma:
             rtol = s.dtype == "bfloat16" ? 1.6e-2 : 2e-3;
             atol_scale = s.dtype == "bfloat16" ? 8e-3 : 1e-3;
             break;
@@ -138,7 +139,9 @@ std::size_t element_count(const Problem& p, char which) {
 }  // namespace
 
 CudaBackend::CudaBackend(const CudaBackendOptions& options)
-    : m_context(options.device_index), m_frag_pipeline(options.frag_pipeline) {
+    : m_context(options.device_index),
+      m_frag_pipeline(options.frag_pipeline),
+      m_wgmma(options.wgmma && m_context.info().cc_major == 9 && m_context.info().cc_minor == 0) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
     if (info.cc_major < 8)
@@ -238,6 +241,7 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     KernelSpec spec = make_spec(config, problem);
     if (m_frag_pipeline >= 0 && spec.math != MathPath::fma && spec.num_stages >= 2)
         spec.frag_pipeline = m_frag_pipeline == 1;
+    if (m_wgmma) select_wgmma(spec, limits());
     return spec;
 }
 
@@ -334,6 +338,16 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
     long long sa = st.batch_a, sb = st.batch_b, sc = st.batch_c;
     float alpha = problem.alpha, beta = problem.beta;
     CUdeviceptr a = ops.a, b = ops.b, c = ops.c, bias = ops.bias;
+    if (spec.math == MathPath::wgmma) {
+        // Operands reach the Hopper kernel as TMA tensor maps (__grid_constant__ parameters).
+        CUtensorMap map_a, map_b;
+        encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
+        void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta};
+        CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_m * grid_n), 1,
+                                           static_cast<unsigned>(s.B), 32 * spec.num_warps, 1, 1, k.shared_bytes,
+                                           m_stream, wargs, nullptr));
+        return;
+    }
     void* args[] = {&a, &b, &c, &bias, &M, &N, &K, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta};
     CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_m * grid_n), 1,
                                        static_cast<unsigned>(s.B), 32 * spec.num_warps, 1, 1, k.shared_bytes, m_stream,

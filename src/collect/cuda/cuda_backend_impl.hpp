@@ -34,6 +34,9 @@ struct CudaBackendOptions {
     /// Forces KernelSpec::frag_pipeline on (1) or off (0) for every kernel; -1 keeps
     /// make_spec's rule. For benchmarks comparing the two main loops.
     int frag_pipeline = -1;
+    /// Runs the configs the wgmma rule admits (wgmma_unsupported_reason) with the Hopper
+    /// kernel (gemm_kernel_sm90.cuh) on sm_90 devices; false keeps mma.sync everywhere.
+    bool wgmma = true;
 };
 
 /// Counters over the backend's life.
@@ -111,6 +114,7 @@ private:
 
     PrimaryContext m_context;
     int m_frag_pipeline = -1;
+    bool m_wgmma = false;  // the option, on an sm_90 device
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
     std::unique_ptr<EventTimer> m_timer;

@@ -39,6 +39,49 @@ DeviceInfo read_device_info(int device_index) {
     return info;
 }
 
+namespace {
+
+// One operand as the kernel tiles it: `inner` is its contiguous extent (K when K-major),
+// `outer` the other; K-major boxes are [rows][min(BK, 64)] with a 32/64/128-byte swizzle,
+// M/N-major boxes [BK][64] with a 128-byte swizzle.
+void encode_operand(CUtensorMap& map, const std::string& dtype, CUdeviceptr ptr, std::int64_t inner,
+                    std::int64_t outer, std::int64_t ld, std::int64_t batch, std::int64_t batch_stride, bool k_major,
+                    int tile_rows, int block_k) {
+    const std::uint64_t es = static_cast<std::uint64_t>(core::dtype_size(dtype));
+    const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
+                                static_cast<cuuint64_t>(batch)};
+    // A single batch still needs a valid stride: the one a contiguous tensor would have.
+    const std::uint64_t bstride = batch > 1 ? static_cast<std::uint64_t>(batch_stride) * es
+                                            : static_cast<std::uint64_t>(ld) * es * static_cast<std::uint64_t>(outer);
+    const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * es, bstride};
+    const int kb = block_k < 64 ? block_k : 64;
+    const cuuint32_t box[3] = {static_cast<cuuint32_t>(k_major ? kb : 64),
+                               static_cast<cuuint32_t>(k_major ? tile_rows : block_k), 1};
+    const cuuint32_t element_strides[3] = {1, 1, 1};
+    const std::uint64_t span = box[0] * es;
+    const CUtensorMapSwizzle swizzle = span == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                       : span == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                    : CU_TENSOR_MAP_SWIZZLE_32B;
+    const CUtensorMapDataType type =
+        dtype == "bfloat16" ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    CUDA_CHECK(driver().cuTensorMapEncodeTiled(&map, type, 3, reinterpret_cast<void*>(ptr), dims, strides, box,
+                                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
+}  // namespace
+
+void encode_wgmma_operands(const KernelSpec& spec, const Problem& problem, CUdeviceptr a, CUdeviceptr b,
+                           CUtensorMap& map_a, CUtensorMap& map_b) {
+    const auto& s = problem.shape;
+    const ProblemStrides st = problem_strides(problem);
+    const bool a_kmajor = problem.layout[0] == 'n', b_kmajor = problem.layout[1] == 't';
+    encode_operand(map_a, spec.dtype, a, a_kmajor ? s.K : s.M, a_kmajor ? s.M : s.K, st.lda, s.B, st.batch_a,
+                   a_kmajor, spec.block_m, spec.block_k);
+    encode_operand(map_b, spec.dtype, b, b_kmajor ? s.K : s.N, b_kmajor ? s.N : s.K, st.ldb, s.B, st.batch_b,
+                   b_kmajor, spec.block_n, spec.block_k);
+}
+
 PrimaryContext::PrimaryContext(int device_index) {
     const DriverApi& api = driver();
     m_info = read_device_info(device_index);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_spec.hpp"
 #include "matmul_toolkit/collect/backend.hpp"
 
 namespace mmt::collect::cuda {
@@ -24,8 +25,8 @@ struct DeviceInfo {
     std::size_t max_shared_optin = 0;
     std::size_t total_memory = 0;
 
-    /// "sm_90": the NVRTC target for this device.
-    std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
+    /// The NVRTC target for this device: "sm_90a" on Hopper (nvrtc_arch()), else "sm_86" etc.
+    std::string arch() const { return nvrtc_arch(cc_major, cc_minor); }
 };
 
 /// The device's primary context (shared with cuBLAS), retained for the object's life.
@@ -48,6 +49,14 @@ private:
 
 /// Reads the device's properties (needs no context).
 DeviceInfo read_device_info(int device_index);
+
+/// The TMA tensor maps of A and B that the wgmma kernel of `spec` (gemm_kernel_sm90.cuh)
+/// reads on `problem` with its operands at `a` and `b`: rank 3 (contiguous index, the
+/// other index, batch), boxes as the kernel's load_stage() issues them, swizzled to match
+/// its wgmma descriptors, out-of-bounds elements read as zero. Throws core::Error (through
+/// CUDA_CHECK) when the driver refuses the layout.
+void encode_wgmma_operands(const KernelSpec& spec, const Problem& problem, CUdeviceptr a, CUdeviceptr b,
+                           CUtensorMap& map_a, CUtensorMap& map_b);
 
 /// A device allocation that grows on demand and never shrinks.
 class DeviceBuffer {

@@ -19,7 +19,7 @@ namespace mmt::collect::cuda {
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)       \
     X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)             \
     X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)               \
-    X(cuEventSynchronize) X(cuEventElapsedTime)
+    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuTensorMapEncodeTiled)
 
 /// Function pointers into the driver.
 struct DriverApi {

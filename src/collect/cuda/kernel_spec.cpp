@@ -139,12 +139,73 @@ KernelSpec make_spec(const core::GemmConfig& config, const Problem& problem) {
     return make_spec(config, problem.dtype(), problem.op, problem.layout, alignment_for(problem));
 }
 
+namespace {
+
+constexpr int kWgmmaMaxAccumulators = 128;
+
+std::size_t round_kib(std::size_t bytes) { return (bytes + 1023) / 1024 * 1024; }
+
+// Two warpgroups split block_m when it holds two m64 rows, else block_n.
+void wgmma_tile(const KernelSpec& s, int& wg_m, int& wg_n) {
+    const int groups = s.num_warps / 4;
+    const bool split_m = groups == 1 || s.block_m >= 128;
+    wg_m = split_m ? s.block_m / groups : s.block_m;
+    wg_n = split_m ? s.block_n : s.block_n / groups;
+}
+
+}  // namespace
+
+std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& s, const DeviceLimits& limits) {
+    if (s.math != MathPath::mma16) return std::string("wgmma: float16 / bfloat16 only");
+    if (s.num_warps != 4 && s.num_warps != 8) return std::string("wgmma: num_warps must be 4 or 8");
+    if (s.num_stages < 2) return std::string("wgmma: num_stages must be >= 2");
+    if (!is_pow2(s.block_m) || !is_pow2(s.block_n) || !is_pow2(s.block_k) || s.block_k < 16 || s.block_n < 16 ||
+        s.block_k > 256)
+        return std::string("wgmma: block sizes must be powers of two, block_n >= 16, block_k 16..256");
+    if (s.block_m % 64 != 0 || s.block_m > 256) return std::string("wgmma: block_m must be 64, 128 or 256");
+    int wg_m = 0, wg_n = 0;
+    wgmma_tile(s, wg_m, wg_n);
+    if (wg_n < 8 || wg_n > 256) return std::string("wgmma: a warpgroup's block_n share must be 8..256");
+    if (s.layout[1] == 'n' && wg_n % 64 != 0)
+        return std::string("wgmma: row-major B needs a warpgroup's block_n share to be a multiple of 64");
+    if ((wg_m / 64) * (wg_n / 2) > kWgmmaMaxAccumulators)
+        return std::string("wgmma: more than 128 accumulators per thread");
+    if (s.align.vec_a != 8 || s.align.vec_b != 8)
+        return std::string("wgmma: TMA needs 16-byte aligned strides of A and B");
+    KernelSpec w = s;
+    w.math = MathPath::wgmma;
+    if (shared_bytes(w) > limits.max_shared_bytes) return std::string("wgmma: shared memory exceeds the device limit");
+    return std::nullopt;
+}
+
+bool select_wgmma(KernelSpec& s, const DeviceLimits& limits) {
+    if (wgmma_unsupported_reason(s, limits)) return false;
+    s.math = MathPath::wgmma;
+    wgmma_tile(s, s.wg_m, s.wg_n);
+    s.even_k = false;
+    s.frag_pipeline = false;
+    return true;
+}
+
+std::string nvrtc_arch(int cc_major, int cc_minor) {
+    return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor) + (cc_major == 9 && cc_minor == 0 ? "a" : "");
+}
+
 std::size_t shared_bytes(const KernelSpec& s) {
+    if (s.math == MathPath::wgmma) {
+        // 1 KiB-aligned stages of 1 KiB-rounded tiles, the slack to align the dynamic
+        // shared base, and a full and an empty mbarrier per stage.
+        const std::size_t es = core::dtype_size(s.dtype);
+        const std::size_t stage = round_kib(static_cast<std::size_t>(s.block_m) * s.block_k * es) +
+                                  round_kib(static_cast<std::size_t>(s.block_n) * s.block_k * es);
+        return 1024 + stage * s.num_stages + 16 * static_cast<std::size_t>(s.num_stages);
+    }
     return static_cast<std::size_t>(s.block_m + s.block_n) * s.block_k * s.num_stages * core::dtype_size(s.dtype);
 }
 
 int estimated_registers(const KernelSpec& s) {
     constexpr int kOverhead = 40;  // addresses, indices, loop state: what ptxas showed beyond data
+    if (s.math == MathPath::wgmma) return (s.wg_m / 64) * (s.wg_n / 2) + kOverhead;
     if (s.math == MathPath::fma) {
         if (s.thread_m == 0) return 1 << 20;
         return s.thread_m * s.thread_n + s.thread_m + s.thread_n + kOverhead;
@@ -166,6 +227,8 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, const DeviceL
     if (s.group_m < 1) return std::string("group_m must be >= 1");
     if (s.math == MathPath::fma) {
         if (s.thread_m == 0) return std::string("thread layout: fewer tile elements than threads");
+    } else if (s.math == MathPath::wgmma) {
+        if (s.wg_m == 0) return std::string("warpgroup layout: wg_m / wg_n unset");
     } else if (s.warps_m == 0) {
         return std::string("warp layout: no grid of num_warps warps divides the tile into 16x8 pieces");
     }
@@ -199,6 +262,12 @@ std::string kernel_prelude(const KernelSpec& s) {
     def("MMT_VEC_C", s.align.vec_c);
     def("MMT_ADDMM", s.op == "addmm" ? 1 : 0);
     def("MMT_FRAG_PIPELINE", s.frag_pipeline ? 1 : 0);
+    if (s.math == MathPath::wgmma) {
+        // Selects gemm_kernel_sm90.cuh in the combined source (kernel_source.cpp).
+        def("MMT_WGMMA", 1);
+        def("MMT_WG_M", s.wg_m);
+        def("MMT_WG_N", s.wg_n);
+    }
     return o.str();
 }
 
@@ -207,7 +276,7 @@ std::string spec_name(const KernelSpec& s) {
     o << dtype_short(s.dtype) << (s.allow_tf32 ? "_tf32" : "") << '_' << s.op << '_' << s.layout << '_' << s.block_m
       << 'x' << s.block_n << 'x' << s.block_k << "_g" << s.group_m << "_s" << s.num_stages << "_w" << s.num_warps
       << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "")
-      << (s.frag_pipeline ? "_fp" : "");
+      << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "");
     return o.str();
 }
 

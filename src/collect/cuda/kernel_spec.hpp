@@ -18,6 +18,7 @@ enum class MathPath {
     mma16 = 0,  ///< mma.sync m16n8k16 (float16, bfloat16)
     tf32 = 1,   ///< mma.sync m16n8k8 tf32 (float32 with ALLOW_TF32)
     fma = 2,    ///< CUDA-core FMA (float32 without TF32)
+    wgmma = 3,  ///< Hopper warpgroup MMA fed by TMA (gemm_kernel_sm90.cuh, sm_90a only)
 };
 
 /// Elements per global load of A and B, and per store of C, that a problem's strides allow.
@@ -55,6 +56,9 @@ struct KernelSpec {
     /// 128x256 / 256x128 tiles with 8 warps; 0.5x with 2 stages; 0.5-0.9x for 4-warp
     /// 128x128 tiles (spills, and a second CTA per SM already hides the stall).
     bool frag_pipeline = false;
+    /// wgmma path: the C tile of one warpgroup (rows, columns); 0 on the other paths.
+    int wg_m = 0;
+    int wg_n = 0;
 };
 
 /// Register estimate up to which make_spec() enables KernelSpec::frag_pipeline.
@@ -91,6 +95,25 @@ std::size_t shared_bytes(const KernelSpec& spec);
 /// Registers per thread the kernel is expected to need (accumulators, double-buffered
 /// fragments, and a fixed allowance for addresses and indices).
 int estimated_registers(const KernelSpec& spec);
+
+/// Why the wgmma path (gemm_kernel_sm90.cuh) cannot run an mma16 spec, or nullopt when it
+/// can. The rule: float16 / bfloat16 (mma16 path); num_warps 4 or 8 (one or two
+/// warpgroups); num_stages >= 2; block_m a multiple of 64; two warpgroups split block_m
+/// when it is >= 128, else block_n; a warpgroup's columns (the wgmma N) 8..256; M-/N-major
+/// operands are tiled in 64-element boxes, so with B row-major a warpgroup's columns are a
+/// multiple of 64; at most 128 accumulators per thread; 16-byte aligned strides of A and B
+/// (vec 8: what TMA requires of global strides); shared memory (stages of 1 KiB-rounded
+/// tiles, alignment slack, barriers) within the device limit.
+std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, const DeviceLimits& limits);
+
+/// Switches an mma16 spec to the wgmma path when wgmma_unsupported_reason() allows it;
+/// returns whether it did. EVEN_K and frag_pipeline drop out (TMA zero-fills K).
+bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits);
+
+/// The NVRTC target for a device of compute capability major.minor: "sm_90a" on Hopper
+/// (wgmma needs the arch-specific target; the other kernels compile the same for it),
+/// else "sm_XY".
+std::string nvrtc_arch(int cc_major, int cc_minor);
 
 /// Why the device cannot run the spec, or nullopt when it can. The rule, in order:
 /// block sizes are powers of two >= 16 and num_warps is 1..8 (a power of two); the
