@@ -106,6 +106,7 @@ void KernelCache::plan(std::vector<std::string> preludes) {
         // each problem it is handed plans its own kernels first.
         preludes.insert(preludes.end(), std::make_move_iterator(m_plan.begin() + static_cast<std::ptrdiff_t>(m_plan_next)),
                         std::make_move_iterator(m_plan.end()));
+        if (!m_disk_ok && preludes.size() > kMaxPlannedInMemory) preludes.resize(kMaxPlannedInMemory);
         m_plan = std::move(preludes);
         m_plan_next = 0;
     }

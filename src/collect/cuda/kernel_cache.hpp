@@ -57,7 +57,10 @@ public:
     /// they go ahead of what earlier plans still have left. With a disk cache, a planned
     /// kernel nobody has asked for yet is dropped from memory once it is on disk, so a plan
     /// of thousands of kernels holds only their preludes; get() reads it back from disk.
+    /// Without one, images stay in memory, so only the first kMaxPlannedInMemory are taken.
     void plan(std::vector<std::string> preludes);
+
+    static constexpr std::size_t kMaxPlannedInMemory = 2048;
 
     /// The kernel for the prelude: from memory, from disk, from a worker, or compiled on
     /// the calling thread when no worker has started it yet.
