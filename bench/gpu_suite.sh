@@ -28,7 +28,7 @@ if want build; then
   [[ -d .deps/msgpack ]] && prefix="$prefix;$root/.deps/msgpack/usr"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
     -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-  targets=(cuda_backend_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_driver_api_test
+  targets=(cuda_backend_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_kernel_plan_test cuda_driver_api_test
            cuda_compile_worker_test cuda_gemm_bench)
   want cli && targets+=(matmul_toolkit)
   # -k 0: another area's broken file must not keep the CUDA targets from building.
@@ -37,7 +37,8 @@ if want build; then
 fi
 
 if want tests; then
-  for t in cuda_driver_api_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_compile_worker_test cuda_backend_test; do
+  for t in cuda_driver_api_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_kernel_plan_test cuda_compile_worker_test \
+           cuda_backend_test; do
     [[ -x $build/tests/collect/$t ]] || { echo "missing $t"; status=1; continue; }
     timeout "$(cap tests)" "$build/tests/collect/$t" >"$out/$t.log" 2>&1 || status=1
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|first:" "$out/$t.log" | head -20
