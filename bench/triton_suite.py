@@ -200,16 +200,22 @@ LAUNCH = re.compile(r"\b(num_stages|num_warps)\s*=\s*(\d+)")
 
 
 def config_from_code(codes):
-    """The template config of the first Triton template kernel in Inductor's output code."""
+    """The config of the first Triton template kernel in Inductor's output code: the
+    constexpr block after its `def`, num_stages / num_warps from the decorator before it."""
     for code in codes:
-        start = code.find("triton_tem_")
-        if start < 0:
-            continue
-        # The template's decorator and constexpr block sit between its async_compile call
-        # and the kernel body.
-        chunk = code[start:start + 6000]
-        values = dict(CONSTEXPR.findall(chunk))
-        values.update(LAUNCH.findall(chunk))
+        at = code.find("def triton_tem_")
+        if at < 0:  # older Inductor names the def triton_ and the kernel in its metadata
+            at = code.find("triton_tem_")
+            if at < 0:
+                continue
+            at = code.find("def triton_", at)
+            if at < 0:
+                continue
+        values = {}
+        for name, value in CONSTEXPR.findall(code[at:at + 4000]):
+            values.setdefault(name, value)
+        for name, value in LAUNCH.findall(code[max(0, at - 30000):at]):
+            values[name] = value  # the last ones: the decorator closest to the def
         if "BLOCK_M" in values:
             return (f"{values.get('BLOCK_M')}x{values.get('BLOCK_N')}x{values.get('BLOCK_K')}"
                     f" g{values.get('GROUP_M', '?')} s{values.get('num_stages', '?')} w{values.get('num_warps', '?')}")
