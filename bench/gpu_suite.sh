@@ -2,9 +2,12 @@
 # Builds the CUDA backend's GPU tests and benchmark on a GPU machine, runs them, and writes
 # logs and result tables under $OUT (default out/gpu).
 #   bash bench/gpu_suite.sh [build] [tests] [suite] [throughput] [repeatability] [ab] [sass] [cli] [triton]
-# With no step named, runs them all but `triton` (optional, named only: Inductor's Triton GEMMs
-# vs cuBLAS with python3 torch, bench/triton_suite.py, under $OUT/triton; TRITON_ARGS passes
-# options; with the suite step's $OUT/suite.csv present it adds the ours/Triton/cuBLAS table). STEP_TIMEOUT_<step>=seconds caps a step (its log so
+# With no step named, runs them all but the optional ones, run only when named:
+#   triton       Inductor's Triton GEMMs vs cuBLAS with python3 torch (bench/triton_suite.py,
+#                under $OUT/triton; TRITON_ARGS passes options; with the suite step's
+#                $OUT/suite.csv present it adds the ours/Triton/cuBLAS table);
+#   coldcollect  `collect --device cuda` over COLD_SHAPES (300) log-normal problems x DEFAULT
+#                configs with an empty kernel cache, then again warm: configs/s of each. STEP_TIMEOUT_<step>=seconds caps a step (its log so
 # far stays under $OUT), so one slow step cannot starve the others of a time-limited run. A msgpack-cxx unpacked under .deps/msgpack (apt-get
 # download libmsgpack-cxx-dev; dpkg -x) is used when the machine has none; LibTorch comes
 # from the python3 torch package when there is one.
@@ -30,7 +33,7 @@ if want build; then
     -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
   targets=(cuda_backend_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_kernel_plan_test cuda_driver_api_test
            cuda_compile_worker_test cuda_gemm_bench)
-  want cli && targets+=(matmul_toolkit)
+  { want cli || want coldcollect; } && targets+=(matmul_toolkit)
   # -k 0: another area's broken file must not keep the CUDA targets from building.
   ninja -C "$build" -k 0 -j"$(nproc)" "${targets[@]}" >"$out/build.log" 2>&1 ||
     { grep -E "error|FAILED" "$out/build.log" | head -30; status=1; }
@@ -82,6 +85,20 @@ if want triton; then
   # The script's own --budget stops starting problems; the cap stops a compile that hangs.
   timeout "$(cap triton)" python3 bench/triton_suite.py --out "$out/triton" "${ours[@]}" ${TRITON_ARGS:-} \
     2>"$out/triton/stderr.log" | tee "$out/triton.log" || status=1
+fi
+
+if want coldcollect && [[ -x $build/src/cli/matmul_toolkit ]]; then
+  # data/README's collection, from an empty kernel cache (compile-bound: what the kernel plan
+  # is for) and then warm.
+  cache=$(mktemp -d)
+  for pass in cold warm; do
+    rm -f "$out/coldcollect_$pass.msgpack"
+    XDG_CACHE_HOME=$cache timeout "$(cap coldcollect)" "$build/src/cli/matmul_toolkit" --seed 42 collect --device cuda \
+      --log-normal --num-shapes "${COLD_SHAPES:-300}" --search-space DEFAULT --dtypes float16 bfloat16 \
+      --ops mm addmm bmm --output "$out/coldcollect_$pass.msgpack" >"$out/coldcollect_$pass.log" 2>&1 || status=1
+    echo "coldcollect $pass: $(grep -E 'configs/s' "$out/coldcollect_$pass.log" | tail -1)"
+  done
+  rm -rf "$cache"
 fi
 
 if want cli && [[ -x $build/src/cli/matmul_toolkit ]]; then
