@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -195,16 +196,21 @@ void serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
     if (!std::getline(in, line)) return;
     const CollectOptions base = options_from_json(core::parse_json_text(line, "worker options"));
     try {
-        // The CUDA backend starts building the kernels of every problem of the run now, in
-        // the order the parent hands them out (each problem in hand still plans itself first).
-        const CollectionPlan all = plan_collection(base, backend);
-        backend.plan(all.problems, [&](const Problem& p) {
-            for (const auto& [op, configs] : all.configs_per_op)
-                if (op == p.op) return specialize_configs(configs, p, base.allow_tf32);
-            return std::vector<core::GemmConfig>{};
-        });
+        // The problems the parent expects to hand this worker, in order: the CUDA backend
+        // starts building their kernels now (each problem in hand still plans itself first).
+        const Json header = core::parse_json_text(line, "worker options");
+        if (header.contains("plan") && !header.at("plan").empty()) {
+            CollectOptions planned = base;
+            for (const auto& p : header.at("plan")) planned.problems.push_back(problem_from_json(p));
+            const CollectionPlan all = plan_collection(planned, backend);
+            backend.plan(all.problems, [&](const Problem& p) {
+                for (const auto& [op, configs] : all.configs_per_op)
+                    if (op == p.op) return specialize_configs(configs, p, base.allow_tf32);
+                return std::vector<core::GemmConfig>{};
+            });
+        }
     } catch (const std::exception& e) {
-        spdlog::debug("worker: no kernel plan for the run ({})", e.what());
+        spdlog::debug("worker: no kernel plan ({})", e.what());
     }
     while (std::getline(in, line)) {
         const Json request = core::parse_json_text(line, "worker request");
@@ -281,10 +287,21 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
 
     IgnoreSigpipe ignore_sigpipe;
     std::vector<Worker> workers;
-    const std::string header = options_to_json(options).dump() + "\n";
+    // Each worker also gets the problems still queued that it will most likely be handed
+    // (every n-th for n devices), so its backend can build their kernels ahead.
+    auto header_for = [&](int device) {
+        Json header = options_to_json(options);
+        const auto n = pool.devices.size();
+        const auto at = static_cast<std::size_t>(
+            std::find(pool.devices.begin(), pool.devices.end(), device) - pool.devices.begin());
+        Json planned = Json::array();
+        for (std::size_t i = at; i < queue.size(); i += n) planned.push_back(problem_to_json(plan.problems[queue[i]]));
+        header["plan"] = std::move(planned);
+        return header.dump() + "\n";
+    };
     for (const int device : pool.devices) {
         workers.push_back(spawn(pool, device));
-        (void)write_all(workers.back().to, header);  // a worker that is gone fails its first request
+        (void)write_all(workers.back().to, header_for(device));  // a worker that is gone fails its first request
     }
     spdlog::info("{} workers on {} devices", workers.size(), backend.name());
 

@@ -83,5 +83,60 @@ TEST(ServeWorker, AProblemItCannotMeasureIsAnErrorReplyNotAnExit) {
     EXPECT_NE(reply["error"].get<std::string>().find("float16"), std::string::npos) << reply.dump();
 }
 
+// The CPU backend, recording what Backend::plan() is handed.
+class PlanRecorder final : public Backend {
+public:
+    std::string name() const override { return m_cpu.name(); }
+    std::string hardware_name() const override { return m_cpu.hardware_name(); }
+    std::vector<std::string> supported_dtypes() const override { return m_cpu.supported_dtypes(); }
+    std::vector<std::string> supported_ops() const override { return m_cpu.supported_ops(); }
+    CollectionDefaults collection_defaults() const override { return m_cpu.collection_defaults(); }
+    void plan(const std::vector<Problem>& problems, const ConfigsForProblem& configs_for) override {
+        calls.push_back(problems);
+        for (const auto& p : problems) config_counts.push_back(configs_for(p).size());
+    }
+    PruneResult prune(const std::vector<core::GemmConfig>& c, const Problem& p) const override {
+        return m_cpu.prune(c, p);
+    }
+    void prepare(const Problem& p, std::uint64_t seed) override { m_cpu.prepare(p, seed); }
+    Timing time(const Problem& p, const core::GemmConfig& c, const TimingOptions& o) override {
+        return m_cpu.time(p, c, o);
+    }
+    Timing time_reference(const Problem& p, const TimingOptions& o) override { return m_cpu.time_reference(p, o); }
+    double timed_kernel_seconds() const override { return m_cpu.timed_kernel_seconds(); }
+
+    std::vector<std::vector<Problem>> calls;
+    std::vector<std::size_t> config_counts;
+
+private:
+    CpuBackend m_cpu;
+};
+
+TEST(ServeWorker, PlansTheProblemsTheHeaderListsBeforeTheFirstRequest) {
+    const auto a = make_problem("mm", "nn", 1, 24, 40, 16, "float32");
+    const auto b = make_problem("bmm", "nt", 2, 16, 16, 32, "float32");
+    auto problem_json = [](const Problem& p) {
+        return core::OrderedJson{{"op", p.op}, {"layout", p.layout}, {"shape", core::shape_key(p.shape)},
+                                 {"alpha", p.alpha}, {"beta", p.beta}};
+    };
+    core::OrderedJson header{{"search_space", "DEFAULT"}, {"configs_file", ""}, {"search_mode", "max-autotune"},
+                             {"allow_tf32", false}, {"time_reference", false}, {"warmup", 0},
+                             {"repeat", 1}, {"seed", 3}};
+    header["plan"] = core::OrderedJson::array({problem_json(b), problem_json(a)});
+    const core::OrderedJson request{{"index", 0}, {"problem", problem_json(a)}};
+    std::istringstream in(header.dump() + "\n" + request.dump() + "\n");
+    std::ostringstream out;
+    PlanRecorder backend;
+    serve_worker(backend, in, out);
+    // The header's plan first (in its order, DEFAULT configs each), then the request's own.
+    ASSERT_EQ(backend.calls.size(), 2u);
+    ASSERT_EQ(backend.calls[0].size(), 2u);
+    EXPECT_EQ(backend.calls[0][0].op_key(), "bmm_nt");
+    EXPECT_TRUE(backend.calls[0][1].shape == a.shape);
+    ASSERT_EQ(backend.calls[1].size(), 1u);
+    EXPECT_TRUE(backend.calls[1][0].shape == a.shape);
+    EXPECT_EQ(backend.config_counts, (std::vector<std::size_t>{20, 20, 20}));
+}
+
 }  // namespace
 }  // namespace mmt::collect
