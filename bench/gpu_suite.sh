@@ -43,8 +43,10 @@ if want tests; then
   for t in cuda_driver_api_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_kernel_plan_test cuda_compile_worker_test \
            cuda_backend_test; do
     [[ -x $build/tests/collect/$t ]] || { echo "missing $t"; status=1; continue; }
+    t0=$SECONDS
     timeout "$(cap tests)" "$build/tests/collect/$t" >"$out/$t.log" 2>&1 || status=1
-    grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|first:" "$out/$t.log" | head -20
+    echo "$t: $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK \] .* \([0-9]{4,} ms\)|Failure|first:" "$out/$t.log" | head -20
   done
 fi
 

@@ -438,7 +438,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=42, help="operand seed (default 42)")
     p.add_argument("--ours", default="", help="cuda_gemm_bench suite.csv: also write a combined table")
     p.add_argument("--report-only", action="store_true",
-                   help="no GPU: rebuild the tables from OUT/triton_suite.json (with --ours for the combined one)")
+                   help="no GPU: rebuild the tables from --from (with --ours for the combined one) into --out")
+    p.add_argument("--from", dest="from_json", default="",
+                   help="--report-only: the triton_suite.json to read (default OUT/triton_suite.json)")
     args = p.parse_args(argv)
     for name in ("warmup", "repeat"):
         if getattr(args, name) < (1 if name == "repeat" else 0):
@@ -453,6 +455,7 @@ def main(argv=None):
     ours = read_ours(args.ours) if args.ours else None
 
     if args.report_only:
+        json_path = args.from_json or json_path
         try:
             with open(json_path) as f:
                 result = json.load(f)
@@ -467,7 +470,8 @@ def main(argv=None):
         text = combined_markdown(result, ours, args.ours)
         write_atomically(os.path.join(args.out, "triton_vs_ours.md"), text)
         print(text)
-    print(f"(written {args.out}/triton_suite.md, triton_suite.json{', triton_vs_ours.md' if ours else ''})")
+    written = ["triton_suite.md"] + ([] if args.report_only else ["triton_suite.json"]) + (["triton_vs_ours.md"] if ours else [])
+    print(f"(written under {args.out}: {', '.join(written)})")
     return 0
 
 
