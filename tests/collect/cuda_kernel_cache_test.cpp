@@ -118,9 +118,10 @@ TEST_F(CudaKernelCache, PlannedKernelsAreBuiltUnaskedAndLeftOnDisk) {
     cache.plan({utility(1), utility(2), utility(3)});
     EXPECT_EQ(cache.stats().planned, 3u);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (files_in(m_dir) < 3 && std::chrono::steady_clock::now() < deadline)
+    while ((files_in(m_dir) < 3 || cache.in_memory() > 1) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(files_in(m_dir), 3u);
+    EXPECT_EQ(cache.in_memory(), 1u);  // the kernel get() asked for
     EXPECT_EQ(cache.stats().compiled, 3u);
     // Planned and unasked: dropped from memory once on disk, read back when asked for.
     const auto planned = cache.get(utility(3));
@@ -135,6 +136,7 @@ TEST_F(CudaKernelCache, WithoutADiskPlannedKernelsStayInMemory) {
     KernelCache cache(gemm_kernel_source(), "compute_80", {}, 2);
     cache.plan({utility(4), utility(5)});
     ASSERT_TRUE(wait_compiled(cache, 2));
+    EXPECT_EQ(cache.in_memory(), 2u);
     const auto k = cache.get(utility(5));
     ASSERT_TRUE(k->ok);
     EXPECT_FALSE(k->from_disk);

@@ -275,6 +275,11 @@ std::shared_ptr<KernelCache::Entry> KernelCache::take_planned() {
     return nullptr;
 }
 
+std::size_t KernelCache::in_memory() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_entries.size();
+}
+
 KernelCacheStats KernelCache::stats() const {
     std::lock_guard<std::mutex> lock(m_mutex);
     return m_stats;

@@ -67,6 +67,9 @@ public:
     std::shared_ptr<const CompiledKernel> get(const std::string& prelude);
 
     KernelCacheStats stats() const;
+    /// Entries in memory: asked-for kernels (built, building or queued) and planned ones
+    /// still building or, without a disk cache, built.
+    std::size_t in_memory() const;
     const std::string& arch() const { return m_arch; }
     const std::filesystem::path& disk_dir() const { return m_disk_dir; }
 
