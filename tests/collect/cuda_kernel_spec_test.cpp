@@ -176,6 +176,11 @@ TEST(CudaKernelSpec, WgmmaRuleAdmitsHopperShapedConfigs) {
     // Stages of 128·64·2 + 256·64·2 bytes, 1 KiB of alignment slack, two mbarriers per stage.
     EXPECT_EQ(shared_bytes(s), 1024u + 3u * 49152u + 48u);
     EXPECT_FALSE(unsupported_reason(s, kH100).has_value());
+    // A short BLOCK_K: the epilogue's padded C tile (64 x 264 x 2 bytes) outgrows the stages.
+    auto narrow = make_spec(config(64, 256, 16, 2, 4), problem(1, 4096, 4096, 4096, "bfloat16", "mm", "nt"));
+    ASSERT_TRUE(select_wgmma(narrow, kH100));
+    EXPECT_EQ(shared_bytes(narrow), 1024u + 33792u + 32u);
+    EXPECT_EQ(threads_per_block(narrow), 160);  // one warpgroup and the TMA producer warp
     // block_m = 64 with two warpgroups: they split block_n.
     s = make_spec(config(64, 256, 32, 4, 8), p);
     ASSERT_TRUE(select_wgmma(s, kH100));

@@ -344,8 +344,8 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
         encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
         void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta};
         CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_m * grid_n), 1,
-                                           static_cast<unsigned>(s.B), 32 * spec.num_warps, 1, 1, k.shared_bytes,
-                                           m_stream, wargs, nullptr));
+                                           static_cast<unsigned>(s.B), threads_per_block(spec), 1, 1,
+                                           k.shared_bytes, m_stream, wargs, nullptr));
         return;
     }
     void* args[] = {&a, &b, &c, &bias, &M, &N, &K, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta};

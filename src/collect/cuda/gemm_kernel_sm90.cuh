@@ -18,7 +18,11 @@
 // Shared layout: each operand tile keeps its global orientation, in boxes whose rows are
 // at most 128 bytes, swizzled by TMA (128B, or 64B / 32B for K-major tiles with BLOCK_K
 // of 32 / 16); wgmma reads it through matrix descriptors with the same swizzle and the
-// transpose bit for M-/N-major operands. Stores: masked, from the accumulator registers.
+// transpose bit for M-/N-major operands.
+//
+// Warps: NUM_WARPS consumer warps (the warpgroups above) plus one producer warp, one
+// thread of which issues the TMA copies. Epilogue: the C tile is staged in shared memory
+// and written back in 16-byte pieces, masked to M and N.
 
 #define MMT_CAT2(a, b) a##b
 #define MMT_CAT(a, b) MMT_CAT2(a, b)
@@ -40,7 +44,6 @@ constexpr int MT = WG_M / 64;   // m64 instructions per k16 step
 constexpr int ACC = WG_N / 2;   // accumulators per thread per m64 instruction
 constexpr bool A_MN_MAJOR = MMT_A_KMAJOR == 0;  // A column-major: M contiguous
 constexpr bool B_MN_MAJOR = MMT_B_KMAJOR == 0;  // B row-major: N contiguous
-constexpr int VEC_C = MMT_VEC_C;
 constexpr bool ADDMM = MMT_ADDMM != 0;
 static_assert(WARPGROUPS * 4 == WARPS && WGS_ALONG_M * (BN / WG_N) == WARPGROUPS, "warpgroup layout");
 static_assert(WG_M % 64 == 0 && WG_N % 8 == 0 && WG_N <= 256, "wgmma shape");
@@ -62,6 +65,11 @@ constexpr int ROUND = 1024;
 constexpr int A_BYTES = (BM * BK * ELT + ROUND - 1) / ROUND * ROUND;
 constexpr int B_BYTES = (BN * BK * ELT + ROUND - 1) / ROUND * ROUND;
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+// The epilogue stages the C tile in the same memory, rows padded by 8 elements.
+constexpr int C_PITCH = BN + 8;
+constexpr int C_BYTES = BM * C_PITCH * ELT;
+constexpr int C_ROUNDED = (C_BYTES + ROUND - 1) / ROUND * ROUND;
+constexpr int DATA_BYTES = STAGES * STAGE_BYTES > C_ROUNDED ? STAGES * STAGE_BYTES : C_ROUNDED;
 constexpr unsigned TX_BYTES = (BM + BN) * BK * ELT;  // TMA counts zero-filled bytes too
 
 // The 128-byte CUtensorMap of cuda.h (NVRTC has no cuda.h): opaque to the kernel.
@@ -284,21 +292,6 @@ __device__ __forceinline__ elem_t from_float(float f) {
     return h;
 }
 
-// Writes C elements (m, n) and (m, n + 1), masked to the matrix, with addmm's epilogue.
-__device__ __forceinline__ void store_pair(elem_t* c_row, const elem_t* bias, int n, int N, float v0, float v1,
-                                           float alpha, float beta) {
-    if constexpr (ADDMM) {
-        v0 = alpha * v0 + (n < N ? beta * to_float(bias[n]) : 0.f);
-        v1 = alpha * v1 + (n + 1 < N ? beta * to_float(bias[n + 1]) : 0.f);
-    }
-    if (VEC_C == 2 && n + 1 < N) {
-        *reinterpret_cast<unsigned*>(c_row + n) = (unsigned)from_float(v0) | ((unsigned)from_float(v1) << 16);
-    } else {
-        if (n < N) c_row[n] = from_float(v0);
-        if (n + 1 < N) c_row[n + 1] = from_float(v1);
-    }
-}
-
 // Issues the TMA copies of k-tile `kt` into the stage at `stage`, completing on `bar`.
 __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const TensorMap* map_a,
                                            const TensorMap* map_b, int kt, int m_base, int n_base, int batch) {
@@ -327,7 +320,7 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
 // over rows). The tensor maps describe A as [batch][M][K] or [batch][K][M] and B as
 // [batch][K][N] or [batch][N][K] in their storage order (innermost first on the host);
 // C is row-major [batch][M][N] with row stride ldc.
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS + 32)
     mmt_gemm(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, elem_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long ldc, long long stride_c, float alpha,
              float beta) {
@@ -338,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #endif
     // Swizzled boxes and descriptors assume 1024-byte aligned stages (base offset 0).
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    const unsigned full_bar = base + STAGES * STAGE_BYTES;  // STAGES mbarriers, 8 bytes each
+    const unsigned full_bar = base + DATA_BYTES;  // STAGES mbarriers, 8 bytes each
     const unsigned empty_bar = full_bar + STAGES * 8;
 
     // GROUP_M-swizzled tile order, as Triton's template computes it.
@@ -355,14 +348,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const int batch = blockIdx.z;
 
     const int tid = threadIdx.x;
-    const int warpgroup = tid / 128;
-    const int wg_m0 = (warpgroup % WGS_ALONG_M) * WG_M;
-    const int wg_n0 = (warpgroup / WGS_ALONG_M) * WG_N;
     const int k_tiles = (K + BK - 1) / BK;
 
     if (tid == 0) {
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map_a)) : "memory");
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map_b)) : "memory");
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
@@ -374,12 +362,30 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     }
     __syncthreads();
 
-    if (tid == 0) {
-        for (int t = 0; t < STAGES - 1 && t < k_tiles; ++t)
-            load_stage(base + t * STAGE_BYTES, full_bar + 8 * t, &map_a, &map_b, t, m_base, n_base, batch);
+    if (tid >= THREADS) {
+        // The producer: one extra warp, one thread of it issues every TMA copy, so no
+        // consumer warp ever waits for a stage to drain.
+        if (tid == THREADS) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map_a)) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map_b)) : "memory");
+            int slot = 0;
+            unsigned phase = 0;
+            for (int t = 0; t < k_tiles; ++t) {
+                // Use t / STAGES of the slot: wait for the release of use t / STAGES - 1.
+                if (t >= STAGES) mbar_wait(empty_bar + 8 * slot, phase ^ 1);
+                load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, t, m_base, n_base, batch);
+                if (++slot == STAGES) {
+                    slot = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+        return;
     }
-    __syncwarp();
 
+    const int warpgroup = tid / 128;
+    const int wg_m0 = (warpgroup % WGS_ALONG_M) * WG_M;
+    const int wg_n0 = (warpgroup / WGS_ALONG_M) * WG_N;
     float acc[MT][ACC];
 #pragma unroll
     for (int i = 0; i < MT; ++i)
@@ -408,16 +414,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         wgmma_wait<1>();
 #pragma unroll
         for (int i = 0; i < MT; ++i) pin(acc[i]);
-        const int prev = slot == 0 ? STAGES - 1 : slot - 1;
-        if (kt > 0) mbar_arrive(empty_bar + 8 * prev);
-        if (tid == 0) {
-            const int t = kt + STAGES - 1;  // goes into `prev`, the slot tile t - STAGES used
-            if (t < k_tiles) {
-                if (t >= STAGES) mbar_wait(empty_bar + 8 * prev, ((t / STAGES) - 1) & 1);
-                load_stage(base + prev * STAGE_BYTES, full_bar + 8 * prev, &map_a, &map_b, t, m_base, n_base, batch);
-            }
-        }
-        __syncwarp();
+        if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
         if (++slot == STAGES) {
             slot = 0;
             phase ^= 1;
@@ -427,23 +424,56 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int i = 0; i < MT; ++i) pin(acc[i]);
 
+    // Epilogue through shared memory: every stage has been consumed (each consumer passed
+    // the last full barrier, and the barrier below waits for the last wgmma reads), so
+    // the tile of C is staged there, rows padded by 16 bytes (conflict-free pair writes),
+    // then written back in coalesced 16-byte pieces.
+    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
     // Accumulator layout of m64nN: warp w of the warpgroup owns rows 16w + lane/4 (+8);
     // register 4j + 2h + e is column 8j + 2(lane%4) + e of row half h.
-    c += static_cast<long long>(batch) * stride_c;
     const int lane = tid & 31;
     const int warp_in_wg = (tid / 32) & 3;
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int m = m_base + wg_m0 + 64 * i + 16 * warp_in_wg + (lane >> 2) + 8 * h;
-            if (m >= M) continue;
-            elem_t* row = c + m * ldc;
+            const int r = wg_m0 + 64 * i + 16 * warp_in_wg + (lane >> 2) + 8 * h;
 #pragma unroll
             for (int j = 0; j < WG_N / 8; ++j) {
-                const int n = n_base + wg_n0 + 8 * j + 2 * (lane & 3);
-                store_pair(row, bias, n, N, acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1], alpha, beta);
+                const int col = wg_n0 + 8 * j + 2 * (lane & 3);
+                float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
+                if constexpr (ADDMM) {
+                    const int n = n_base + col;
+                    v0 = alpha * v0 + (n < N ? beta * to_float(bias[n]) : 0.f);
+                    v1 = alpha * v1 + (n + 1 < N ? beta * to_float(bias[n + 1]) : 0.f);
+                }
+                const unsigned pair = (unsigned)from_float(v0) | ((unsigned)from_float(v1) << 16);
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(base + (r * C_PITCH + col) * ELT), "r"(pair) : "memory");
             }
+        }
+    }
+    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+    c += static_cast<long long>(batch) * stride_c;
+    const bool wide = (ldc % 8) == 0 && (reinterpret_cast<unsigned long long>(c) % 16) == 0;
+    constexpr int CHUNKS = BN / 8;  // 16-byte pieces per row
+#pragma unroll 4
+    for (int u = tid; u < BM * CHUNKS; u += THREADS) {
+        const int r = u / CHUNKS, cc = u % CHUNKS;
+        const int m = m_base + r, n = n_base + cc * 8;
+        if (m >= M || n >= N) continue;
+        unsigned w0, w1, w2, w3;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
+                     : "r"(base + (r * C_PITCH + cc * 8) * ELT));
+        elem_t* dst = c + m * ldc + n;
+        if (wide && n + 8 <= N) {
+            asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(w0), "r"(w1), "r"(w2), "r"(w3)
+                         : "memory");
+        } else {
+            const unsigned w[4] = {w0, w1, w2, w3};
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                if (n + e < N) dst[e] = static_cast<elem_t>(w[e / 2] >> (16 * (e % 2)));
         }
     }
 }

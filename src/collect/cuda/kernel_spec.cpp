@@ -1,5 +1,6 @@
 #include "kernel_spec.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <sstream>
 
@@ -187,18 +188,22 @@ bool select_wgmma(KernelSpec& s, const DeviceLimits& limits) {
     return true;
 }
 
+int threads_per_block(const KernelSpec& s) { return 32 * s.num_warps + (s.math == MathPath::wgmma ? 32 : 0); }
+
 std::string nvrtc_arch(int cc_major, int cc_minor) {
     return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor) + (cc_major == 9 && cc_minor == 0 ? "a" : "");
 }
 
 std::size_t shared_bytes(const KernelSpec& s) {
     if (s.math == MathPath::wgmma) {
-        // 1 KiB-aligned stages of 1 KiB-rounded tiles, the slack to align the dynamic
+        // 1 KiB-aligned stages of 1 KiB-rounded tiles (the epilogue's C tile, rows padded
+        // by 8 elements, reuses them, and may need more), the slack to align the dynamic
         // shared base, and a full and an empty mbarrier per stage.
         const std::size_t es = core::dtype_size(s.dtype);
         const std::size_t stage = round_kib(static_cast<std::size_t>(s.block_m) * s.block_k * es) +
                                   round_kib(static_cast<std::size_t>(s.block_n) * s.block_k * es);
-        return 1024 + stage * s.num_stages + 16 * static_cast<std::size_t>(s.num_stages);
+        const std::size_t c_tile = round_kib(static_cast<std::size_t>(s.block_m) * (s.block_n + 8) * es);
+        return 1024 + std::max(stage * s.num_stages, c_tile) + 16 * static_cast<std::size_t>(s.num_stages);
     }
     return static_cast<std::size_t>(s.block_m + s.block_n) * s.block_k * s.num_stages * core::dtype_size(s.dtype);
 }

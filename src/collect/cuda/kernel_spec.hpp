@@ -110,6 +110,10 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, cons
 /// returns whether it did. EVEN_K and frag_pipeline drop out (TMA zero-fills K).
 bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits);
 
+/// Threads the kernel is launched with: 32 · num_warps, plus the TMA producer warp on the
+/// wgmma path.
+int threads_per_block(const KernelSpec& spec);
+
 /// The NVRTC target for a device of compute capability major.minor: "sm_90a" on Hopper
 /// (wgmma needs the arch-specific target; the other kernels compile the same for it),
 /// else "sm_XY".
