@@ -45,13 +45,15 @@ protected:
 // Every DEFAULT config of one dtype (float32 with or without TF32), for every op and
 // layout, on aligned problems (16-byte loads) and on odd ones (element loads), against
 // cuBLAS; on aligned problems both main loops (fragments pipelined across k-tiles or not)
-// where the rule could pick either (3+ stages). All kernels are handed to the compile
+// where the rule could pick either (3+ stages); on sm_90 also the wgmma kernel of every
+// config the backend would run with it. All kernels are handed to the compile
 // workers first, in the order they are verified, so NVRTC runs on every core while the
 // GPU verifies. One test per dtype, so a run reports progress and a failure names its dtype.
 void expect_every_default_config_matches_cublas(CudaBackend& backend, const std::string& dtype, bool tf32,
                                                 std::size_t min_checked) {
     std::vector<std::pair<KernelSpec, Problem>> specs;
     const DeviceLimits limits = backend.limits();
+    const bool hopper = backend.device().cc_major == 9 && backend.device().cc_minor == 0;
     for (const std::string op : {"mm", "addmm", "bmm"})
         for (const std::string layout : {"nn", "nt", "tn", "tt"})
             for (const bool aligned : {true, false}) {
@@ -61,6 +63,10 @@ void expect_every_default_config_matches_cublas(CudaBackend& backend, const std:
                     const KernelSpec spec = make_spec(c, p);
                     if (unsupported_reason(spec, limits)) continue;  // the prune rule, as prune() applies it
                     specs.emplace_back(spec, p);
+                    // On sm_90 the backend runs the configs the wgmma rule admits with the
+                    // Hopper kernel instead: verify that one too.
+                    KernelSpec wgmma = spec;
+                    if (hopper && select_wgmma(wgmma, limits)) specs.emplace_back(wgmma, p);
                     if (aligned && spec.math != MathPath::fma && c.num_stages >= 3) {
                         specs.emplace_back(spec, p);
                         specs.back().first.frag_pipeline = !spec.frag_pipeline;
