@@ -31,10 +31,14 @@ int run_loader(const std::uint8_t* data, std::size_t size, const std::string& ex
         std::ofstream out(path, std::ios::binary | std::ios::trunc);
         out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     }
+    // MMT_FUZZ_VERBOSE=1 prints each input's outcome (to triage a corpus with -runs=0).
+    static const bool verbose = std::getenv("MMT_FUZZ_VERBOSE") != nullptr;
     try {
         load(path);
-    } catch (const core::InputError&) {
+        if (verbose) std::fprintf(stderr, "loaded\n");
+    } catch (const core::InputError& e) {
         // The expected answer to bad input.
+        if (verbose) std::fprintf(stderr, "refused: %s\n", e.what());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "loader threw something other than InputError: %s\n", e.what());
         std::abort();

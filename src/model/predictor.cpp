@@ -18,6 +18,7 @@
 #include "matmul_toolkit/model/features.hpp"
 #include "predictor_impl.hpp"
 #include "torch_archive.hpp"
+#include "torch_archive_check.hpp"
 
 namespace mmt::model {
 namespace {
@@ -134,6 +135,22 @@ private:
 std::string first_line(const std::string& text) {
     const auto end = text.find('\n');
     return end == std::string::npos ? text : text.substr(0, end);
+}
+
+// The Linear weights alone (a lower bound on the parameters): what the file must hold.
+double min_parameter_count(const ModelSpec& spec, std::size_t inputs) {
+    double count = 0.0;
+    double width = static_cast<double>(inputs);
+    if (spec.type == ModelType::base) {
+        for (int d : spec.hidden_dims) {
+            count += width * d;
+            width = d;
+        }
+    } else {
+        width = spec.hidden_dim;
+        count += static_cast<double>(inputs) * width + 2.0 * width * width * spec.num_layers;
+    }
+    return count + width;
 }
 
 void check_features(const std::vector<std::string>& stored, const std::string& path) {
@@ -356,9 +373,9 @@ Predictor Predictor::load(const std::filesystem::path& path, const std::string& 
     const std::string where = path.string();
     const c10::Device device = parse_device(device_name);
     const std::string bytes = core::read_file(path);
-    if (bytes.size() < 4 || bytes.compare(0, 4, "PK\x03\x04") != 0) {
-        throw core::InputError(where, "not a model checkpoint (not a PyTorch zip archive)");
-    }
+    // LibTorch's reader trusts the archive (a truncated one made it read past the buffer):
+    // nothing reaches it that our own walk of the zip and the pickle has not accepted.
+    const TorchArchiveSummary archive = check_torch_archive(bytes, where);
     c10::IValue root;
     try {
         root = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
@@ -426,6 +443,13 @@ Predictor Predictor::load(const std::filesystem::path& path, const std::string& 
         info.train_rows = static_cast<std::size_t>(training.get_int("train_rows"));
     }
 
+    // The weights are in the file, so an architecture needing more than it holds is refused
+    // before LibTorch allocates it (a 4-byte hidden size could ask for terabytes).
+    if (const double needed = min_parameter_count(info.spec, num_features());
+        needed > static_cast<double>(archive.storage_elements)) {
+        file.fail("the architecture needs at least " + std::to_string(static_cast<std::uint64_t>(std::min(needed, 1e18))) +
+                  " weights, the file holds " + std::to_string(archive.storage_elements));
+    }
     RuntimeNet net(info.spec, static_cast<int>(num_features()));
     load_state_dict(net, file.sub("model_state_dict"));
     return Predictor(std::make_unique<Impl>(std::move(info), std::move(net), device));

@@ -75,7 +75,7 @@ TEST_F(ValidateModelCommand, MissingOrForeignModelIsAClearError) {
                           testing::sample_dataset()},
                          *dir / "foreign");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("not a model checkpoint"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not a matmul_toolkit checkpoint"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 

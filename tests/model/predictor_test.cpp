@@ -122,7 +122,7 @@ TEST_F(PredictorFiles, MissingOrForeignFilesAreClearErrors) {
         Predictor::load(text);
         FAIL();
     } catch (const core::InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("not a model checkpoint"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not a matmul_toolkit checkpoint"), std::string::npos) << e.what();
     }
 
     // A PyTorch archive that holds someone else's dict (e.g. a torch-diode checkpoint).
