@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang and runs each for a bounded time on a
-# copy of its seed corpus (tests/fuzz/corpus/<target>). A crash fails the script and
+# copy of its seed corpus (tests/fuzz/corpus/<target>). fuzz_checkpoint links Debian's
+# LibTorch, which is not instrumented: its coverage and sanitizer checks are our code's
+# (the archive check, the loader), LibTorch only runs behind them. A crash fails the script and
 # leaves the input in ${FUZZ_BUILD_DIR}/crashes/<target>/: add it to
-# tests/fuzz/regressions/<target>/ with the fix, where fuzz_regression replays it.
+# tests/fuzz/regressions/<target>/ with the fix, where reliability_fuzz_regression_test
+# (model_torch_archive_check_test for checkpoints) replays it.
 #   FUZZ_SECONDS   seconds per target (default 45)
-#   FUZZ_TARGETS   targets to run (default: all four)
+#   FUZZ_TARGETS   targets to run (default: all five)
 #   FUZZ_BUILD_DIR build directory (default build-fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-45}
 build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
-targets=(${FUZZ_TARGETS:-dataset_json dataset_msgpack shapeset solution})
+targets=(${FUZZ_TARGETS:-dataset_json dataset_msgpack shapeset solution checkpoint})
 
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
@@ -19,7 +22,7 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   cmake -S fuzz -B "$build_dir" "${generator[@]}" -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++}" \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
+cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" --target "${targets[@]/#/fuzz_}"
 
 # The targets write each input to a scratch file under TMPDIR; keep those in the build dir.
 export TMPDIR="$PWD/$build_dir/tmp"

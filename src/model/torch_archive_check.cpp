@@ -137,18 +137,21 @@ private:
         if (size < 4 || u32(0) != kLocalHeader) refuse("not a zip archive (no local file header at the start)");
         if (size < 22) refuse("a zip archive too short to hold its directory (truncated?)");
 
-        // The end-of-central-directory record, with its comment reaching the end of the file.
+        // The end-of-central-directory record: the last signature, as LibTorch's zip reader
+        // finds it, with its comment reaching exactly the end of the file.
         std::uint64_t eocd = 0;
         bool found = false;
         const std::uint64_t lowest = size > 22 + 0xffff ? size - 22 - 0xffff : 0;
         for (std::uint64_t p = size - 22 + 1; p-- > lowest;) {
-            if (signature_at(p, kEndOfCentralDir) && p + 22 + u16(p + 20) == size) {
+            if (signature_at(p, kEndOfCentralDir)) {
                 eocd = p;
                 found = true;
                 break;
             }
         }
-        if (!found) refuse("no zip end-of-central-directory record (truncated?)");
+        if (!found || eocd + 22 + u16(eocd + 20) != size) {
+            refuse("no zip end-of-central-directory record (truncated?)");
+        }
 
         std::uint64_t disk = u16(eocd + 4), cd_disk = u16(eocd + 6);
         std::uint64_t entries_here = u16(eocd + 8), entries = u16(eocd + 10);
