@@ -12,6 +12,7 @@
 #include "command.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/config_ranker.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
@@ -98,12 +99,21 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
     if (!o.no_prune) backend = pruning_backend(predictor.info(), global);
     candidates.backend = backend.get();
 
+    // Without a backend every shape ranks the same space: prepare it once.
+    std::optional<model::ConfigRanker> ranker;
+    if (!backend) ranker.emplace(predictor, candidates.space, candidates.allow_tf32);
+
     std::vector<model::RankedProblem> ranked;
     for (const auto& entry : shapeset.operations) {
         for (const auto& shape : entry.shapes) {
-            const auto configs = model::candidate_configs(entry.op, shape, candidates);
-            ranked.push_back({predictor.info().hardware_name, entry.op, shape,
-                              model::top_k_configs(predictor, entry.op, shape, configs, o.top_k)});
+            std::vector<model::RankedConfig> top;
+            if (ranker) {
+                top = ranker->top_k(entry.op, shape, o.top_k);
+            } else {
+                const auto configs = model::candidate_configs(entry.op, shape, candidates);
+                top = model::top_k_configs(predictor, entry.op, shape, configs, o.top_k);
+            }
+            ranked.push_back({predictor.info().hardware_name, entry.op, shape, std::move(top)});
         }
     }
     return ranked;

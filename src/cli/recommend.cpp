@@ -6,6 +6,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "command.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/config_ranker.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
@@ -180,13 +182,25 @@ int run_recommend(const RecommendOptions& o, const GlobalOptions& global) {
     if (!o.no_prune) backend = pruning_backend(info, global);
     candidates.backend = backend.get();
 
+    // Without a backend every problem ranks the same space: prepare it once.
+    std::optional<model::ConfigRanker> ranker;
+    if (!backend) ranker.emplace(predictor, candidates.space, candidates.allow_tf32);
+
     std::vector<Ranked> results;
     for (const auto& problem : problems) {
         const auto start = std::chrono::steady_clock::now();
-        const auto configs = model::candidate_configs(problem.op_key, problem.shape, candidates);
-        auto top = model::top_k_configs(predictor, problem.op_key, problem.shape, configs, o.top_k);
+        Ranked ranked{problem, 0, 0.0, {}};
+        if (ranker) {
+            ranked.top = ranker->top_k(problem.op_key, problem.shape, o.top_k);
+            ranked.candidates = ranker->size();
+        } else {
+            const auto configs = model::candidate_configs(problem.op_key, problem.shape, candidates);
+            ranked.top = model::top_k_configs(predictor, problem.op_key, problem.shape, configs, o.top_k);
+            ranked.candidates = configs.size();
+        }
         const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
-        results.push_back({problem, configs.size(), elapsed.count(), std::move(top)});
+        ranked.milliseconds = elapsed.count();
+        results.push_back(std::move(ranked));
     }
     const std::string space = collect::search_space_name(candidates.space);
     if (o.json) {

@@ -80,6 +80,14 @@ const std::vector<std::string> kProblemFeatureNames = {
     "log2_K", "log2_flops", "log2_bytes", "log2_arithmetic_intensity",
 };
 
+enum ConfigFeature : std::size_t {
+    kLog2BlockM, kLog2BlockN, kLog2BlockK, kLog2GroupM, kNumStages, kLog2NumWarps, kEvenK,
+    kAllowTf32, kLog2Tiles, kLog2Waves, kLastWaveUtilisation, kMnPaddingWaste, kKPaddingWaste,
+    kLog2KIterations, kLog2SmemBytesPerCta, kLog2PaddedFlops, kNumConfigFeatures
+};
+/// kLog2BlockM .. kLog2NumWarps: what is_config_only_feature() reports.
+constexpr std::size_t kNumConfigOnlyFeatures = kEvenK;
+
 const std::vector<std::string> kConfigFeatureNames = {
     "log2_block_m", "log2_block_n", "log2_block_k", "log2_group_m", "num_stages",
     "log2_num_warps", "even_k", "allow_tf32", "log2_tiles", "log2_waves",
@@ -91,6 +99,14 @@ void require_positive(std::int64_t value, const char* field, const std::string& 
     if (value <= 0) {
         throw core::InputError(subject, std::string(field) + " must be positive, got " +
                                             std::to_string(value));
+    }
+}
+
+void require_positive_fields(const core::GemmConfig& config) {
+    if (config.block_m <= 0 || config.block_n <= 0 || config.block_k <= 0 ||
+        config.group_m <= 0 || config.num_stages <= 0 || config.num_warps <= 0) {
+        throw core::InputError("config " + config.name,
+                               "block sizes, group_m, num_stages and num_warps must be positive");
     }
 }
 
@@ -182,11 +198,7 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
     std::copy(m_problem.begin(), m_problem.end(), out);
     float* f = out + m_problem.size();
 
-    if (config.block_m <= 0 || config.block_n <= 0 || config.block_k <= 0 ||
-        config.group_m <= 0 || config.num_stages <= 0 || config.num_warps <= 0) {
-        throw core::InputError("config " + config.name,
-                               "block sizes, group_m, num_stages and num_warps must be positive");
-    }
+    require_positive_fields(config);
     const std::int64_t bm = config.block_m, bn = config.block_n, bk = config.block_k;
     const std::int64_t tiles_m = ceil_div(m_m, bm), tiles_n = ceil_div(m_n, bn);
     const std::int64_t k_iterations = ceil_div(m_k, bk);
@@ -199,23 +211,112 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
     const double padded_k = static_cast<double>(k_iterations * bk);
     const double smem = static_cast<double>((bm + bn) * bk) * config.num_stages * m_dtype_size;
 
-    f[0] = static_cast<float>(log2d(static_cast<double>(bm)));
-    f[1] = static_cast<float>(log2d(static_cast<double>(bn)));
-    f[2] = static_cast<float>(log2d(static_cast<double>(bk)));
-    f[3] = static_cast<float>(log2d(config.group_m));
-    f[4] = static_cast<float>(config.num_stages);
-    f[5] = static_cast<float>(log2d(config.num_warps));
-    f[6] = config.even_k ? 1.0f : 0.0f;
-    f[7] = config.allow_tf32 ? 1.0f : 0.0f;
-    f[8] = static_cast<float>(log2d(tiles));
-    f[9] = static_cast<float>(log2d(tiles / units));
-    f[10] = static_cast<float>(tiles / (full_waves * units));
-    f[11] = static_cast<float>(1.0 - static_cast<double>(m_m) * static_cast<double>(m_n) /
-                                         (padded_m * padded_n));
-    f[12] = static_cast<float>(1.0 - static_cast<double>(m_k) / padded_k);
-    f[13] = static_cast<float>(log2d(static_cast<double>(k_iterations)));
-    f[14] = static_cast<float>(log2d(smem));
-    f[15] = static_cast<float>(log2d(2.0 * static_cast<double>(m_b) * padded_m * padded_n * padded_k));
+    f[kLog2BlockM] = static_cast<float>(log2d(static_cast<double>(bm)));
+    f[kLog2BlockN] = static_cast<float>(log2d(static_cast<double>(bn)));
+    f[kLog2BlockK] = static_cast<float>(log2d(static_cast<double>(bk)));
+    f[kLog2GroupM] = static_cast<float>(log2d(config.group_m));
+    f[kNumStages] = static_cast<float>(config.num_stages);
+    f[kLog2NumWarps] = static_cast<float>(log2d(config.num_warps));
+    f[kEvenK] = config.even_k ? 1.0f : 0.0f;
+    f[kAllowTf32] = config.allow_tf32 ? 1.0f : 0.0f;
+    f[kLog2Tiles] = static_cast<float>(log2d(tiles));
+    f[kLog2Waves] = static_cast<float>(log2d(tiles / units));
+    f[kLastWaveUtilisation] = static_cast<float>(tiles / (full_waves * units));
+    f[kMnPaddingWaste] = static_cast<float>(1.0 - static_cast<double>(m_m) * static_cast<double>(m_n) /
+                                                      (padded_m * padded_n));
+    f[kKPaddingWaste] = static_cast<float>(1.0 - static_cast<double>(m_k) / padded_k);
+    f[kLog2KIterations] = static_cast<float>(log2d(static_cast<double>(k_iterations)));
+    f[kLog2SmemBytesPerCta] = static_cast<float>(log2d(smem));
+    f[kLog2PaddedFlops] =
+        static_cast<float>(log2d(2.0 * static_cast<double>(m_b) * padded_m * padded_n * padded_k));
+}
+
+bool is_config_only_feature(std::size_t index) {
+    return index >= kNumProblemFeatures && index < kNumProblemFeatures + kNumConfigOnlyFeatures;
+}
+
+namespace {
+
+std::uint32_t index_of(std::vector<std::int64_t>& distinct, std::int64_t value) {
+    const auto it = std::find(distinct.begin(), distinct.end(), value);
+    if (it != distinct.end()) return static_cast<std::uint32_t>(it - distinct.begin());
+    distinct.push_back(value);
+    return static_cast<std::uint32_t>(distinct.size() - 1);
+}
+
+/// Tile count, padded size and their logarithms along one dimension, per distinct block size.
+struct Axis {
+    std::vector<double> tiles, log2_tiles, padded, log2_padded;
+
+    Axis(const std::vector<std::int64_t>& blocks, std::int64_t size) {
+        for (const std::int64_t block : blocks) {
+            const std::int64_t count = ceil_div(size, block);
+            tiles.push_back(static_cast<double>(count));
+            log2_tiles.push_back(log2d(static_cast<double>(count)));
+            padded.push_back(static_cast<double>(count * block));
+            log2_padded.push_back(log2d(static_cast<double>(count * block)));
+        }
+    }
+};
+
+}  // namespace
+
+SpaceFeatures::SpaceFeatures(const std::vector<core::GemmConfig>& configs) {
+    static_assert(kNumConfigFeatures == 16, "keep the enum and the name list in step");
+    m_configs.reserve(configs.size());
+    for (const auto& c : configs) {
+        require_positive_fields(c);
+        PerConfig p{};
+        p.m = index_of(m_block_m, c.block_m);
+        p.n = index_of(m_block_n, c.block_n);
+        p.k = index_of(m_block_k, c.block_k);
+        p.fixed[kLog2BlockM] = static_cast<float>(log2d(c.block_m));
+        p.fixed[kLog2BlockN] = static_cast<float>(log2d(c.block_n));
+        p.fixed[kLog2BlockK] = static_cast<float>(log2d(c.block_k));
+        p.fixed[kLog2GroupM] = static_cast<float>(log2d(c.group_m));
+        p.fixed[kNumStages] = static_cast<float>(c.num_stages);
+        p.fixed[kLog2NumWarps] = static_cast<float>(log2d(c.num_warps));
+        p.log2_smem_elements = log2d(static_cast<double>((static_cast<std::int64_t>(c.block_m) + c.block_n) *
+                                                         c.block_k * c.num_stages));
+        m_configs.push_back(p);
+    }
+}
+
+void SpaceFeatures::write_config_part(const ProblemFeatures& problem, bool allow_tf32, float* out) const {
+    // The same quantities as ProblemFeatures::write, with log(a·b) taken as log a + log b.
+    const Axis m(m_block_m, problem.m_m), n(m_block_n, problem.m_n), k(m_block_k, problem.m_k);
+    std::vector<float> even_k, k_waste;
+    for (std::size_t i = 0; i < m_block_k.size(); ++i) {
+        even_k.push_back(problem.m_k % m_block_k[i] == 0 ? 1.0f : 0.0f);
+        k_waste.push_back(static_cast<float>(1.0 - static_cast<double>(problem.m_k) / k.padded[i]));
+    }
+    const double batch = static_cast<double>(problem.m_b);
+    const double log2_batch = log2d(batch);
+    const double log2_twice_batch = log2d(2.0 * batch);
+    const double units = problem.m_parallel_units;
+    const double log2_units = log2d(units);
+    const double log2_dtype_size = log2d(problem.m_dtype_size);
+    const double mn = static_cast<double>(problem.m_m) * static_cast<double>(problem.m_n);
+    const float tf32 = allow_tf32 ? 1.0f : 0.0f;
+
+    for (const auto& c : m_configs) {
+        float* f = out;
+        out += kNumConfigFeatures;
+        std::copy(std::begin(c.fixed), std::end(c.fixed), f);
+        const double tiles = m.tiles[c.m] * n.tiles[c.n] * batch;
+        const double log2_tiles = m.log2_tiles[c.m] + n.log2_tiles[c.n] + log2_batch;
+        f[kEvenK] = even_k[c.k];
+        f[kAllowTf32] = tf32;
+        f[kLog2Tiles] = static_cast<float>(log2_tiles);
+        f[kLog2Waves] = static_cast<float>(log2_tiles - log2_units);
+        f[kLastWaveUtilisation] = static_cast<float>(tiles / (std::ceil(tiles / units) * units));
+        f[kMnPaddingWaste] = static_cast<float>(1.0 - mn / (m.padded[c.m] * n.padded[c.n]));
+        f[kKPaddingWaste] = k_waste[c.k];
+        f[kLog2KIterations] = static_cast<float>(k.log2_tiles[c.k]);
+        f[kLog2SmemBytesPerCta] = static_cast<float>(c.log2_smem_elements + log2_dtype_size);
+        f[kLog2PaddedFlops] = static_cast<float>(log2_twice_batch + m.log2_padded[c.m] +
+                                                 n.log2_padded[c.n] + k.log2_padded[c.k]);
+    }
 }
 
 std::vector<float> compute_features(const std::string& op_key, const core::MMShape& shape,

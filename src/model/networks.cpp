@@ -159,6 +159,41 @@ at::Tensor FoldedNet::forward(const at::Tensor& x) const {
     return apply(m_output, h);
 }
 
+namespace {
+
+std::vector<float> to_floats(const at::Tensor& t) {
+    const at::Tensor cpu = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    return std::vector<float>(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
+}
+
+DenseLayer to_dense_layer(const at::Tensor& weight_t, const at::Tensor& bias, bool relu) {
+    DenseLayer layer;
+    layer.in = static_cast<std::size_t>(weight_t.size(0));
+    layer.out = static_cast<std::size_t>(weight_t.size(1));
+    layer.weight = to_floats(weight_t);
+    layer.bias = to_floats(bias);
+    layer.relu = relu;
+    return layer;
+}
+
+}  // namespace
+
+DenseNet FoldedNet::to_dense() const {
+    torch::NoGradGuard no_grad;
+    DenseNet net;
+    for (const auto& d : m_chain) net.chain.push_back(to_dense_layer(d.weight_t, d.bias, d.relu));
+    net.deep = m_deep;
+    if (!m_deep) return net;
+    net.input_scale = to_floats(m_input_scale);
+    net.input_shift = to_floats(m_input_shift);
+    for (const auto& [first, second] : m_blocks) {
+        net.blocks.emplace_back(to_dense_layer(first.weight_t, first.bias, first.relu),
+                                to_dense_layer(second.weight_t, second.bias, second.relu));
+    }
+    net.output = to_dense_layer(m_output.weight_t, m_output.bias, m_output.relu);
+    return net;
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> RuntimeNetImpl::state_dict() const {
     // Module by module, its own parameters then its own buffers: the order Python's
     // Module.state_dict() produces.

@@ -16,6 +16,7 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include "dense_net.hpp"
 #include "matmul_toolkit/model/model_spec.hpp"
 
 namespace mmt::model {
@@ -39,6 +40,9 @@ class FoldedNet {
 public:
     /// ln(time ms) for standardised rows (rows × features, float32, on the net's device).
     at::Tensor forward(const at::Tensor& x) const;
+
+    /// The same network as float arrays on the CPU (for DenseNet's single-thread kernels).
+    DenseNet to_dense() const;
 
 private:
     friend class RuntimeNetImpl;

@@ -18,9 +18,13 @@ struct Predictor::Impl {
     ModelInfo info;
     mutable RuntimeNet net;
     FoldedNet folded;  ///< what forward() runs: the net's eval-mode computation, folded
+    DenseNet dense;    ///< the folded net as CPU float arrays, for ConfigRanker
     c10::Device device;
     std::vector<float> inv_std;  ///< 1 / feature_std, so standardising is a multiply
     std::size_t batch_size = 1 << 16;
+    /// Up to this many rows, CPU predictions run DenseNet on the calling thread; larger
+    /// batches go through LibTorch, which may spread them over threads.
+    static constexpr std::size_t kDenseRows = 16384;
 
     /// Standardises raw features in place (rows × num_features()).
     void standardise(float* rows, std::size_t count) const;

@@ -1,10 +1,13 @@
 #include "matmul_toolkit/model/features.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
 namespace mmt::model {
@@ -139,6 +142,65 @@ TEST(Features, RejectsBadInput) {
                  core::InputError);
     EXPECT_THROW(compute_features("mm", core::make_shape(1, 8, 8, 8, "float16"), config(16, 16, 16, 1, 1, 1), 0),
                  core::InputError);
+}
+
+// The per-space fast path must compute what ProblemFeatures::write computes for each config
+// as Inductor sets it for the problem (EVEN_K from K, ALLOW_TF32 for float32 when allowed).
+TEST(SpaceFeatures, MatchPerConfigFeaturesOfTheSpecialisedConfigs) {
+    const auto configs = collect::exhaustive_configs();
+    const SpaceFeatures space(configs);
+    ASSERT_EQ(space.size(), configs.size());
+    struct Case {
+        const char* op_key;
+        core::MMShape shape;
+        int units;
+        bool allow_tf32;
+    };
+    const Case cases[] = {{"mm", core::make_shape(1, 4096, 4096, 1024, "float16"), 132, false},
+                          {"addmm_nt", core::make_shape(1, 100, 200, 300, "bfloat16"), 114, false},
+                          {"bmm_tn", core::make_shape(12, 77, 1, 4097, "float32"), 132, true},
+                          {"mm", core::make_shape(1, 1, 50000, 64, "float32"), 1, false}};
+    const std::size_t width = num_config_features();
+    for (const auto& c : cases) {
+        const ProblemFeatures problem(c.op_key, c.shape, c.units);
+        std::vector<float> fast(configs.size() * width);
+        space.write_config_part(problem, c.allow_tf32, fast.data());
+        collect::Problem p;
+        std::tie(p.op, p.layout) = core::parse_op_key(c.op_key);
+        p.shape = c.shape;
+        std::vector<float> row(num_features());
+        for (std::size_t i = 0; i < configs.size(); ++i) {
+            problem.write(collect::specialize_config(configs[i], p, c.allow_tf32), row.data());
+            for (std::size_t j = 0; j < width; ++j) {
+                const float expected = row[num_problem_features() + j];
+                ASSERT_NEAR(fast[i * width + j], expected, 1e-5f * std::max(1.0f, std::abs(expected)))
+                    << c.op_key << " config " << i << " feature " << feature_names()[num_problem_features() + j];
+            }
+        }
+    }
+}
+
+TEST(SpaceFeatures, ConfigOnlyFeaturesDoNotDependOnTheProblem) {
+    const std::vector<core::GemmConfig> configs{config(32, 64, 16, 8, 3, 4), config(128, 16, 128, 4, 1, 8)};
+    const SpaceFeatures space(configs);
+    const ProblemFeatures small("mm", core::make_shape(1, 8, 8, 8, "float32"), 1);
+    const ProblemFeatures large("bmm_tt", core::make_shape(7, 5000, 3000, 999, "bfloat16"), 132);
+    std::vector<float> a(configs.size() * num_config_features()), b(a.size());
+    space.write_config_part(small, false, a.data());
+    space.write_config_part(large, true, b.data());
+    std::size_t config_only = 0;
+    for (std::size_t j = 0; j < num_features(); ++j) {
+        if (!is_config_only_feature(j)) continue;
+        ++config_only;
+        ASSERT_GE(j, num_problem_features());
+        for (std::size_t i = 0; i < configs.size(); ++i) {
+            const std::size_t at = i * num_config_features() + (j - num_problem_features());
+            EXPECT_EQ(a[at], b[at]) << feature_names()[j];
+        }
+    }
+    EXPECT_EQ(config_only, 6u);
+    EXPECT_FALSE(is_config_only_feature(0));
+    EXPECT_THROW(SpaceFeatures({config(16, 16, 0, 8, 1, 4)}), core::InputError);
 }
 
 TEST(Hardware, SmCountsByGpuName) {

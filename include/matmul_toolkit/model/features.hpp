@@ -4,6 +4,7 @@
 /// features (config fields and their interactions with the problem and the hardware).
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -51,10 +52,41 @@ public:
     const std::vector<float>& problem_part() const { return m_problem; }
 
 private:
+    friend class SpaceFeatures;
     std::vector<float> m_problem;
     std::int64_t m_b, m_m, m_n, m_k;
     int m_dtype_size;
     int m_parallel_units;
+};
+
+/// True for the features that depend on the config alone (log2 of its block sizes and
+/// group_m, num_stages, log2 num_warps): the same value for every problem.
+bool is_config_only_feature(std::size_t index);
+
+/// A config space prepared for computing the config part of many problems' feature rows:
+/// logarithms and tile counts that depend on one block size are computed once per distinct
+/// block size and problem, so a problem costs no logarithm per config. The configs are taken
+/// as Inductor sets them for each problem (collect::specialize_config): EVEN_K when K is a
+/// multiple of block_k, ALLOW_TF32 as given. Values equal ProblemFeatures::write of those
+/// configs up to float rounding.
+class SpaceFeatures {
+public:
+    /// Throws core::InputError when a block size, group_m, num_stages or num_warps is not positive.
+    explicit SpaceFeatures(const std::vector<core::GemmConfig>& configs);
+
+    std::size_t size() const { return m_configs.size(); }
+
+    /// Writes size() × num_config_features() values: the config part of each config's row.
+    void write_config_part(const ProblemFeatures& problem, bool allow_tf32, float* out) const;
+
+private:
+    struct PerConfig {
+        std::uint32_t m, n, k;  ///< indices into the distinct block sizes
+        float fixed[6];         ///< the config-only features
+        double log2_smem_elements;  ///< log2((block_m + block_n) · block_k · num_stages)
+    };
+    std::vector<PerConfig> m_configs;
+    std::vector<std::int64_t> m_block_m, m_block_n, m_block_k;  ///< distinct values
 };
 
 /// All features of one (problem, config) pair.

@@ -1,0 +1,155 @@
+#include "dense_net.hpp"
+
+// 64-byte vectors pass between the inlined helpers below; no function with a vector
+// argument or result is visible outside this file, so the ABI note does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include <algorithm>
+#include <cstring>
+
+// One function body per instruction set, picked when the program loads (GCC's function
+// multi-versioning): the build targets baseline x86-64, the machines running it have AVX2 or
+// AVX-512.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MMT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MMT_VECTOR_CLONES
+#endif
+
+namespace mmt::model {
+namespace {
+
+constexpr std::size_t kRowTile = 4;
+constexpr std::size_t kColTile = 16;
+
+void fill_bias(const DenseLayer& layer, std::size_t rows, std::vector<float>& y) {
+    y.resize(rows * layer.out);
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::copy(layer.bias.begin(), layer.bias.end(), y.begin() + static_cast<std::ptrdiff_t>(r * layer.out));
+    }
+}
+
+void relu(float* y, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) y[i] = std::max(y[i], 0.0f);
+}
+
+void apply(const DenseLayer& layer, const float* x, std::size_t rows, std::vector<float>& y) {
+    fill_bias(layer, rows, y);
+    accumulate_product(x, rows, layer.in, layer.weight.data(), layer.out, y.data());
+    if (layer.relu) relu(y.data(), rows * layer.out);
+}
+
+}  // namespace
+
+namespace {
+
+// GCC's generic vectors: one 64-byte vector becomes a zmm register with AVX-512, two ymm with
+// AVX2 and four xmm otherwise, whichever clone runs.
+typedef float Vec __attribute__((vector_size(kColTile * sizeof(float))));
+
+inline Vec load(const float* p) {
+    Vec v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline void store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
+
+/// kRows rows × kColTile outputs from column `o`: the accumulators stay in registers while
+/// the inputs stream past, so each weight load serves kRows rows.
+template <std::size_t kRows>
+inline void tile(const float* x, std::size_t in, const float* weight, std::size_t out, std::size_t o, float* y) {
+    Vec acc[kRows];
+    for (std::size_t t = 0; t < kRows; ++t) acc[t] = load(y + t * out + o);
+    for (std::size_t i = 0; i < in; ++i) {
+        const Vec w = load(weight + i * out + o);
+        for (std::size_t t = 0; t < kRows; ++t) acc[t] += x[t * in + i] * w;
+    }
+    for (std::size_t t = 0; t < kRows; ++t) store(y + t * out + o, acc[t]);
+}
+
+/// Outputs from column `from` on, one at a time (widths that are not a multiple of kColTile).
+inline void tail_columns(const float* x, std::size_t rows, std::size_t in, const float* weight, std::size_t out,
+                         std::size_t from, float* y) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t o = from; o < out; ++o) {
+            float sum = 0.0f;
+            for (std::size_t i = 0; i < in; ++i) sum += x[r * in + i] * weight[i * out + o];
+            y[r * out + o] += sum;
+        }
+    }
+}
+
+}  // namespace
+
+MMT_VECTOR_CLONES
+void accumulate_product(const float* x, std::size_t rows, std::size_t in, const float* weight,
+                        std::size_t out, float* y) {
+    if (out == 1) {
+        // A dot product per row, kColTile partial sums at a time.
+        const std::size_t full = in - in % kColTile;
+        for (std::size_t r = 0; r < rows; ++r) {
+            const float* xr = x + r * in;
+            Vec lanes = {};
+            for (std::size_t i = 0; i < full; i += kColTile) lanes += load(xr + i) * load(weight + i);
+            float sum = 0.0f;
+            for (std::size_t l = 0; l < kColTile; ++l) sum += lanes[l];
+            for (std::size_t i = full; i < in; ++i) sum += xr[i] * weight[i];
+            y[r] += sum;
+        }
+        return;
+    }
+    const std::size_t full_cols = out - out % kColTile;
+    std::size_t r = 0;
+    for (; r + kRowTile <= rows; r += kRowTile) {
+        for (std::size_t o = 0; o < full_cols; o += kColTile) {
+            tile<kRowTile>(x + r * in, in, weight, out, o, y + r * out);
+        }
+    }
+    for (; r < rows; ++r) {
+        for (std::size_t o = 0; o < full_cols; o += kColTile) tile<1>(x + r * in, in, weight, out, o, y + r * out);
+    }
+    if (full_cols < out) tail_columns(x, rows, in, weight, out, full_cols, y);
+}
+
+void DenseNet::forward(const float* x, std::size_t rows, float* out, DenseScratch& scratch) const {
+    const DenseLayer& first = chain.front();
+    fill_bias(first, rows, scratch.a);
+    accumulate_product(x, rows, first.in, first.weight.data(), first.out, scratch.a.data());
+    forward_from_first(rows, out, scratch);
+}
+
+void DenseNet::forward_from_first(std::size_t rows, float* out, DenseScratch& scratch) const {
+    std::vector<float>* buffers[3] = {&scratch.a, &scratch.b, &scratch.c};
+    std::size_t h = 0;  // the buffer holding the current activations
+    if (chain.front().relu) relu(scratch.a.data(), rows * chain.front().out);
+    for (std::size_t i = 1; i < chain.size(); ++i) {
+        const std::size_t next = (h + 1) % 3;
+        apply(chain[i], buffers[h]->data(), rows, *buffers[next]);
+        h = next;
+    }
+    if (deep) {
+        const std::size_t width = input_scale.size();
+        float* values = buffers[h]->data();
+        for (std::size_t r = 0; r < rows; ++r) {
+            for (std::size_t j = 0; j < width; ++j) {
+                values[r * width + j] = values[r * width + j] * input_scale[j] + input_shift[j];
+            }
+        }
+        for (const auto& [first, second] : blocks) {
+            const std::size_t t = (h + 1) % 3, v = (h + 2) % 3;
+            apply(first, buffers[h]->data(), rows, *buffers[t]);
+            apply(second, buffers[t]->data(), rows, *buffers[v]);
+            float* sum = buffers[v]->data();
+            const float* skip = buffers[h]->data();
+            for (std::size_t i = 0; i < rows * width; ++i) sum[i] = std::max(sum[i] + skip[i], 0.0f);
+            h = v;
+        }
+        const std::size_t next = (h + 1) % 3;
+        apply(output, buffers[h]->data(), rows, *buffers[next]);
+        h = next;
+    }
+    std::copy(buffers[h]->begin(), buffers[h]->begin() + static_cast<std::ptrdiff_t>(rows), out);
+}
+
+}  // namespace mmt::model

@@ -1,0 +1,54 @@
+#pragma once
+// Private: the folded inference network as plain float arrays, run on the CPU by the
+// calling thread. Ranking a search space is a few thousand rows through a small network:
+// LibTorch's per-operator dispatch and a BLAS thread pool (which, on a busy machine, waits
+// for a core at every product) cost more there than the arithmetic itself.
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace mmt::model {
+
+/// y = x · weight + bias, then ReLU when `relu`.
+struct DenseLayer {
+    std::size_t in = 0;
+    std::size_t out = 0;
+    std::vector<float> weight;  ///< in × out, row-major: input i's weights to every output
+    std::vector<float> bias;    ///< out
+    bool relu = false;
+};
+
+/// Buffers a forward pass reuses; one per thread.
+struct DenseScratch {
+    std::vector<float> a, b, c;
+};
+
+/// rows × out outputs y += x · weight (x: rows × in, row-major). Vectorised for the
+/// widest instruction set the CPU has.
+void accumulate_product(const float* x, std::size_t rows, std::size_t in, const float* weight,
+                        std::size_t out, float* y);
+
+/// The FoldedNet computation (see networks.hpp): base is a chain of layers; deep is an input
+/// layer, an affine map, residual blocks relu(second(first(h)) + h) and an output layer.
+class DenseNet {
+public:
+    std::vector<DenseLayer> chain;  ///< base: every layer; deep: the input layer
+    bool deep = false;
+    std::vector<float> input_scale;  ///< deep: applied after the input layer
+    std::vector<float> input_shift;
+    std::vector<std::pair<DenseLayer, DenseLayer>> blocks;  ///< deep
+    DenseLayer output;  ///< deep only
+
+    std::size_t input_dim() const { return chain.front().in; }
+    std::size_t first_width() const { return chain.front().out; }
+
+    /// One output per row of x (rows × input_dim()).
+    void forward(const float* x, std::size_t rows, float* out, DenseScratch& scratch) const;
+
+    /// The same from the first layer's pre-activations, which the caller computed some
+    /// other way and left in scratch.a (rows × first_width(), bias included).
+    void forward_from_first(std::size_t rows, float* out, DenseScratch& scratch) const;
+};
+
+}  // namespace mmt::model

@@ -1,0 +1,144 @@
+#include "matmul_toolkit/model/config_ranker.hpp"
+
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include <gtest/gtest.h>
+#include <torch/types.h>
+
+#include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/features.hpp"
+#include "matmul_toolkit/model/recommend.hpp"
+#include "predictor_impl.hpp"
+
+namespace mmt::model {
+namespace {
+
+struct Problem {
+    const char* op_key;
+    core::MMShape shape;
+};
+
+const Problem kProblems[] = {{"mm", core::make_shape(1, 4096, 4096, 1024, "float16")},
+                             {"addmm_nt", core::make_shape(1, 100, 200, 300, "bfloat16")},
+                             {"bmm_tn", core::make_shape(12, 77, 129, 4097, "float32")},
+                             {"mm", core::make_shape(1, 1, 11008, 4096, "float32")}};
+
+/// A model with untrained but trained-looking weights (perturbed BatchNorm statistics) and
+/// feature statistics of real rows, so predictions differ from config to config.
+Predictor random_model(ModelType type) {
+    ModelSpec spec;
+    spec.type = type;
+    spec.hidden_dims = {40, 24};
+    spec.hidden_dim = 20;
+    spec.num_layers = 2;
+    torch::manual_seed(3);
+    RuntimeNet net(spec, static_cast<int>(num_features()));
+    net->initialise(-2.0);
+    {
+        torch::NoGradGuard no_grad;
+        for (auto& [name, tensor] : net->state_dict()) {
+            if (name.find("running_var") != std::string::npos) tensor.uniform_(0.5, 2.0);
+            else if (name.find("running_mean") != std::string::npos) tensor.normal_(0.0, 0.5);
+            else if (name.find("num_batches") == std::string::npos) tensor.add_(torch::randn_like(tensor) * 0.3);
+        }
+    }
+    ModelInfo info;
+    info.spec = spec;
+    info.feature_names = feature_names();
+    info.hardware_name = "NVIDIA H100 80GB HBM3";
+    info.parallel_units = 132;
+    std::vector<double> sum(num_features()), sum_sq(num_features());
+    std::size_t rows = 0;
+    for (const auto& p : kProblems) {
+        for (const auto& c : collect::default_configs()) {
+            const auto f = compute_features(p.op_key, p.shape, c, 132);
+            for (std::size_t j = 0; j < f.size(); ++j) sum[j] += f[j], sum_sq[j] += double(f[j]) * f[j];
+            ++rows;
+        }
+    }
+    for (std::size_t j = 0; j < num_features(); ++j) {
+        const double mean = sum[j] / rows;
+        info.feature_mean.push_back(static_cast<float>(mean));
+        info.feature_std.push_back(static_cast<float>(std::sqrt(std::max(sum_sq[j] / rows - mean * mean, 0.0)) + 0.5));
+    }
+    return Predictor(std::make_unique<Predictor::Impl>(std::move(info), std::move(net), c10::Device(c10::kCPU)));
+}
+
+// The ranker must give what the general path gives: candidate_configs (no backend), then
+// the predictor on every candidate, then top_k_configs.
+TEST(ConfigRanker, AgreesWithCandidateConfigsAndThePredictor) {
+    for (auto type : {ModelType::base, ModelType::deep}) {
+        const auto predictor = random_model(type);
+        for (auto space : {collect::SearchSpace::default_space, collect::SearchSpace::exhaustive}) {
+            for (bool tf32 : {false, true}) {
+                ConfigRanker ranker(predictor, space, tf32);
+                CandidateOptions options;
+                options.space = space;
+                options.allow_tf32 = tf32;
+                for (const auto& p : kProblems) {
+                    const std::string where = to_string(type) + " " + collect::search_space_name(space) + " " +
+                                              p.op_key + (tf32 ? " tf32" : "");
+                    const auto candidates = candidate_configs(p.op_key, p.shape, options);
+                    ASSERT_EQ(ranker.size(), candidates.size()) << where;
+                    const auto expected = predictor.predict_log_ms(p.op_key, p.shape, candidates);
+                    const auto& predicted = ranker.predict_log_ms(p.op_key, p.shape);
+                    ASSERT_EQ(predicted.size(), expected.size());
+                    for (std::size_t i = 0; i < expected.size(); ++i) {
+                        ASSERT_NEAR(predicted[i], expected[i], 2e-4) << where << " config " << i;
+                    }
+
+                    const auto reference = top_k_configs(predictor, p.op_key, p.shape, candidates, 10);
+                    const auto top = ranker.top_k(p.op_key, p.shape, 10);
+                    ASSERT_EQ(top.size(), reference.size()) << where;
+                    for (std::size_t i = 0; i < top.size(); ++i) {
+                        EXPECT_NEAR(std::log(top[i].predicted_ms), std::log(reference[i].predicted_ms), 2e-4) << where;
+                        if (i > 0) EXPECT_LE(top[i - 1].predicted_ms, top[i].predicted_ms) << where;
+                        // Another config only where two predictions tie within float rounding.
+                        if (top[i].config != reference[i].config) {
+                            EXPECT_NEAR(top[i].predicted_ms, reference[i].predicted_ms, 1e-4 * reference[i].predicted_ms)
+                                << where << " rank " << i;
+                        }
+                        // Set for the problem as candidate_configs sets it.
+                        EXPECT_EQ(top[i].config.name, collect::config_name(core::parse_op_key(p.op_key).first));
+                        EXPECT_EQ(top[i].config.even_k, p.shape.K % top[i].config.block_k == 0);
+                        EXPECT_EQ(top[i].config.allow_tf32, tf32 && p.shape.M_dtype == "float32");
+                        EXPECT_EQ(top[i].config.acc_type, candidates.front().acc_type);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(ConfigRanker, DropsRepeatsAndReturnsTheWholeSpaceWhenKIsLarger) {
+    const auto predictor = random_model(ModelType::base);
+    const auto once = collect::default_configs();
+    const std::size_t distinct = once.size();
+    auto configs = once;
+    configs.insert(configs.end(), once.begin(), once.end());
+    ConfigRanker ranker(predictor, configs);
+    EXPECT_EQ(ranker.size(), distinct);
+    const auto top = ranker.top_k("mm", core::make_shape(1, 512, 512, 512, "float16"), 1000);
+    ASSERT_EQ(top.size(), distinct);
+    std::set<std::tuple<int, int, int, int, int>> seen;
+    for (const auto& r : top) seen.emplace(r.config.block_m, r.config.block_n, r.config.block_k, r.config.num_stages, r.config.num_warps);
+    EXPECT_EQ(seen.size(), distinct);
+    EXPECT_TRUE(ranker.top_k("mm", core::make_shape(1, 512, 512, 512, "float16"), 0).empty());
+}
+
+TEST(ConfigRanker, BadConfigsAndProblemsAreInputErrors) {
+    const auto predictor = random_model(ModelType::base);
+    auto bad = collect::default_configs();
+    bad[3].num_warps = 0;
+    EXPECT_THROW(ConfigRanker(predictor, bad), core::InputError);
+    ConfigRanker ranker(predictor, collect::SearchSpace::default_space);
+    EXPECT_THROW(ranker.top_k("mm", core::make_shape(1, 0, 8, 8, "float16"), 5), core::InputError);
+    EXPECT_THROW(ranker.top_k("conv", core::make_shape(1, 8, 8, 8, "float16"), 5), core::InputError);
+    // Still usable after a refused problem.
+    EXPECT_EQ(ranker.top_k("mm", core::make_shape(1, 8, 8, 8, "float16"), 5).size(), 5u);
+}
+
+}  // namespace
+}  // namespace mmt::model
