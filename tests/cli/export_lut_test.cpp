@@ -7,36 +7,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
-#include "tiny_model.hpp"
+#include "tiny_model_fixture.hpp"
 
 namespace mmt::testing {
 namespace {
 namespace fs = std::filesystem;
 
-class ExportLutCli : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        dir = new fs::path(fresh_temp_dir("mmt_export_lut"));
-        model = new fs::path(train_tiny_model(*dir));
-    }
-    static void TearDownTestSuite() {
-        fs::remove_all(*dir);
-        delete dir;
-        delete model;
-    }
-
-    CliResult run(std::vector<std::string> extra) {
-        std::vector<std::string> args{"--device", "cpu", "export-lut", "--model", model->string()};
-        args.insert(args.end(), extra.begin(), extra.end());
-        return run_cli(args, *dir / "run");
-    }
-
-    static fs::path* dir;
-    static fs::path* model;
+class ExportLutCli : public TinyModelCli<ExportLutCli> {
+public:
+    static constexpr const char* kCommand = "export-lut";
 };
-
-fs::path* ExportLutCli::dir = nullptr;
-fs::path* ExportLutCli::model = nullptr;
 
 TEST_F(ExportLutCli, InductorTableFromAShapeset) {
     const auto output = *dir / "inductor.json";

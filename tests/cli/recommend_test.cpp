@@ -8,36 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
-#include "tiny_model.hpp"
+#include "tiny_model_fixture.hpp"
 
 namespace mmt::testing {
 namespace {
 namespace fs = std::filesystem;
 
-class RecommendCli : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        dir = new fs::path(fresh_temp_dir("mmt_recommend"));
-        model = new fs::path(train_tiny_model(*dir));
-    }
-    static void TearDownTestSuite() {
-        fs::remove_all(*dir);
-        delete dir;
-        delete model;
-    }
-
-    CliResult run(std::vector<std::string> extra) {
-        std::vector<std::string> args{"--device", "cpu", "recommend", "--model", model->string()};
-        args.insert(args.end(), extra.begin(), extra.end());
-        return run_cli(args, *dir / "run");
-    }
-
-    static fs::path* dir;
-    static fs::path* model;
+class RecommendCli : public TinyModelCli<RecommendCli> {
+public:
+    static constexpr const char* kCommand = "recommend";
 };
-
-fs::path* RecommendCli::dir = nullptr;
-fs::path* RecommendCli::model = nullptr;
 
 TEST_F(RecommendCli, ReturnsKDistinctConfigsSortedByPrediction) {
     const auto result = run({"--m", "200", "--n", "96", "--k", "64", "--top-k", "7", "--search-space",
