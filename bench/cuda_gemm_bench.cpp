@@ -8,7 +8,8 @@
 // problems and the op variants), --hopper-subset (only EXHAUSTIVE configs with 64..256
 // tiles, 4 or 8 warps, 2+ stages and BLOCK_K 32..128: the region where the best config of
 // either kernel lies on large problems, at a sixth of the compile cost), --only TEXT
-// (repeatable: only the problems whose name, e.g. "mm 4096x4096x4096 bf16", contains TEXT).
+// (repeatable: only the problems whose name, e.g. "mm 4096x4096x4096 bf16", contains TEXT),
+// --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast).
 
 #include <algorithm>
 #include <array>
@@ -38,6 +39,7 @@ struct Args {
     std::filesystem::path out = ".";
     bool quick = false;
     bool wgmma = true;
+    int cluster = 1;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -100,8 +102,9 @@ void run_suite(const Args& args) {
     cuda::CudaBackendOptions o;
     o.cache_dir = cuda::KernelCache::default_disk_dir();
     o.wgmma = args.wgmma;
+    o.wgmma_cluster = args.cluster;
     cuda::CudaBackend backend(o);
-    const std::string tag = args.wgmma ? "" : "_no_wgmma";
+    const std::string tag = !args.wgmma ? "_no_wgmma" : args.cluster > 1 ? "_cluster" + std::to_string(args.cluster) : "";
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
     std::vector<Problem> problems{make_problem("addmm", 1, 4096, 4096, 4096, "bfloat16"),
@@ -139,7 +142,8 @@ void run_suite(const Args& args) {
     const TimingOptions confirm{3, 20};
     std::ostringstream md, csv;
     md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
-       << (args.wgmma ? " (wgmma path where the rule admits the config)" : " (mma.sync only)")
+       << (args.wgmma ? " (wgmma path where the rule admits the config" : " (mma.sync only")
+       << (args.wgmma && args.cluster > 1 ? ", clusters of " + std::to_string(args.cluster) + ")" : ")")
        << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
           "ratio | timed / pruned / screened / failed |\n|---|---|---|---|---|---|---|---|---|\n";
@@ -177,7 +181,7 @@ void run_suite(const Args& args) {
         {
             cuda::KernelSpec spec = cuda::make_spec(ranked[i].config, p);
             const bool wg = args.wgmma && backend.device().cc_major == 9 && backend.device().cc_minor == 0 &&
-                            cuda::select_wgmma(spec, backend.limits());
+                            cuda::select_wgmma(spec, backend.limits(), args.cluster);
             std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s %s\n", i + 1, describe_config(ranked[i].config).c_str(),
                         ranked[i].ms, tflops(p, ranked[i].ms), wg ? "wgmma" : "mma.sync");
         }
@@ -388,6 +392,8 @@ int main(int argc, char** argv) {
             args.quick = true;
         else if (a == "--no-wgmma")
             args.wgmma = false;
+        else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
+            args.cluster = std::stoi(argv[++i]);
         else if (a == "--large")
             args.large = true;
         else if (a == "--hopper-subset")
@@ -403,7 +409,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]...\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--cluster 1|2]\n");
         return 2;
     }
     if (!cuda_backend_device_available()) {

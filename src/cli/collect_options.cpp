@@ -2,7 +2,9 @@
 
 #include "collect_options.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -135,21 +137,43 @@ int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global)
         if (!options.trace_dir.empty()) {
             throw core::InputError("--trace-dir", "is not available with --devices (trace one device at a time)");
         }
-        pool.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--device", device,
-                        "--log-level", global.log_level, "collect-worker"};
+    } else if (device == "cuda" && options.trace_dir.empty()) {
+        // A kernel that faults leaves the CUDA context unusable until the process ends, so
+        // CUDA is measured in a worker process even on one device: the parent replaces a
+        // faulted worker and the collection goes on. (Traces need the backend in this process.)
+        pool.devices = {0};
     }
-    const auto backend = collect::make_backend(device);
+    const bool in_process = pool.devices.empty();
+    if (!in_process) {
+        // NVRTC runs in processes of each worker: together they use the machine's cores once.
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const int workers = static_cast<int>(pool.devices.size());
+        const int compile_threads = std::max(1, (cores - workers) / workers);
+        pool.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--device", device,
+                        "--log-level", global.log_level, "collect-worker", "--compile-threads",
+                        std::to_string(compile_threads)};
+    }
+    // With workers, the parent only plans: on CUDA it holds no context of its own.
+    const auto backend = in_process ? collect::make_backend(device)
+                                    : collect::make_planning_backend(device, pool.devices.front());
     // Bad input is reported alone, before anything else is printed or measured.
     collect::plan_collection(options, *backend);
+    if (in_process && device == "cuda") {
+        spdlog::warn("--trace-dir keeps the CUDA backend in this process: a kernel fault ends the collection "
+                     "(finished problems are saved)");
+    }
     spdlog::info("measuring on {} ({})", backend->hardware_name(), backend->name());
 
     collect::InterruptHandlerScope interrupt_handler;
     const auto progress = collect::make_progress(o.quiet);
     collect::CollectionSummary summary;
     try {
-        summary = pool.devices.empty() ? collect::run_collection(options, *backend, progress.get())
-                                       : collect::run_worker_collection(options, *backend, pool, progress.get());
+        summary = in_process ? collect::run_collection(options, *backend, progress.get())
+                             : collect::run_worker_collection(options, *backend, pool, progress.get());
     } catch (const collect::CollectionInterrupted& e) {
+        std::cout << collect::format_summary(e.summary());
+        throw;
+    } catch (const collect::CollectionFaulted& e) {
         std::cout << collect::format_summary(e.summary());
         throw;
     }

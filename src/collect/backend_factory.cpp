@@ -38,20 +38,43 @@ int device_count(const std::string& device) {
     return count;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int device_index) {
-    if (device == "cpu") return std::make_unique<CpuBackend>();
+namespace {
+
+// Throws InputError("--device", ...) unless `device` names a backend this build and machine have.
+void check_device(const std::string& device) {
+    if (device == "cpu") return;
     if (device == "cuda") {
 #if MMT_WITH_CUDA
         if (!cuda_backend_device_available()) {
             throw core::InputError("--device", "cuda: no usable CUDA device (driver missing or no GPU); use --device cpu");
         }
-        return make_cuda_backend(device_index);
+        return;
 #else
-        (void)device_index;
         throw core::InputError("--device", "cuda: this build has no CUDA backend (configure with the CUDA toolkit); use --device cpu");
 #endif
     }
     throw core::InputError("--device", "unknown device '" + device + "' (expected cuda or cpu)");
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int device_index, int compile_threads) {
+    check_device(device);
+#if MMT_WITH_CUDA
+    if (device == "cuda") return make_cuda_backend(device_index, compile_threads);
+#endif
+    (void)device_index;
+    (void)compile_threads;
+    return std::make_unique<CpuBackend>();
+}
+
+std::unique_ptr<Backend> make_planning_backend(const std::string& device, int device_index) {
+    check_device(device);
+#if MMT_WITH_CUDA
+    if (device == "cuda") return make_cuda_planning_backend(device_index);
+#endif
+    (void)device_index;
+    return std::make_unique<CpuBackend>();
 }
 
 }  // namespace mmt::collect

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/collect/device_fault.hpp"
 #include "matmul_toolkit/collect/interrupt.hpp"
 #include "matmul_toolkit/collect/problem_generator.hpp"
 #include "matmul_toolkit/collect/random.hpp"
@@ -284,6 +285,11 @@ void CpuBackend::verify(const Problem& p, const core::GemmConfig& config) const 
 Timing CpuBackend::time(const Problem& p, const core::GemmConfig& config,
                         const TimingOptions& options) {
     check_prepared(p);
+    if (test_fault_requested(config)) {
+        // Test only: what a CUDA sticky error means for the engine, without a GPU.
+        throw DeviceFault("cpu kernel " + describe_config(config),
+                          std::string("injected fault (") + kTestFaultVariable + " is set)");
+    }
     const CpuTile tile = tile_for(config);
     m_workspace.reserve(tile);
     const CpuGemmArgs args = args_for(p, m_out.data());

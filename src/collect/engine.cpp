@@ -250,39 +250,23 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
     auto silent = make_silent_progress();
     ProgressSink& sink = progress != nullptr ? *progress : *silent;
 
-    const CollectionPlan plan = plan_collection(options, backend);
-    CollectionSummary summary;
-    summary.backend = backend.name();
-    summary.hardware = backend.hardware_name();
-    summary.problems_planned = plan.problems.size();
-
-    OutputWriter writer(options, plan, summary.hardware, run_metadata(options, plan, backend));
-    const core::Dataset existing = writer.resume();
-
-    std::vector<std::size_t> todo;
-    for (std::size_t i = 0; i < plan.problems.size(); ++i) {
-        const auto& p = plan.problems[i];
-        if (existing.contains(summary.hardware, p.op_key(), p.shape)) {
-            ++summary.problems_resumed;
-        } else {
-            todo.push_back(i);
-        }
-    }
+    CollectionStart run = start_collection(options, backend);
+    const CollectionPlan& plan = run.plan;
+    CollectionSummary& summary = run.summary;
+    OutputWriter& writer = *run.writer;
+    ProgressState& state = run.progress;
+    const std::set<std::string> skip(options.skip_configs.begin(), options.skip_configs.end());
     {
         // A backend that builds kernels per problem (CUDA) starts on all of them now, in
         // the order they will be measured, instead of one problem at a time.
         std::vector<Problem> pending;
-        for (const std::size_t index : todo) pending.push_back(plan.problems[index]);
+        for (const std::size_t index : run.pending) pending.push_back(plan.problems[index]);
         backend.plan(pending, [&](const Problem& p) {
             return specialize_configs(configs_of(plan, p.op), p, options.allow_tf32);
         });
     }
 
     const double kernel_seconds_before = backend.timed_kernel_seconds();
-    ProgressState state;
-    state.problems_total = plan.problems.size();
-    state.problems_resumed = summary.problems_resumed;
-    state.problems_done = summary.problems_resumed;
     auto update_rates = [&](std::size_t finished_this_run) {
         state.elapsed_seconds = seconds_between(start, Clock::now());
         state.configs_timed = summary.configs_timed;
@@ -296,7 +280,7 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
     sink.on_start(state);
 
     std::size_t finished = 0;
-    for (const std::size_t index : todo) {
+    for (const std::size_t index : run.pending) {
         if (interrupt_requested()) {
             summary.interrupted = true;
             break;
@@ -310,9 +294,14 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
         ProblemTrace trace(state.current);
         std::size_t pruned_here = 0, failed_here = 0;
         std::string reference_line;
+        std::vector<std::string> attempted;
+        std::string fault_config, fault_what;
 
         try {
             backend.prepare(problem, derive_seed(options.seed, "operands|" + problem_id(problem)));
+        } catch (const DeviceFault& e) {
+            fault_what = e.what();
+            ++summary.failed[std::string("device fault: prepare failed: ") + e.what()];
         } catch (const std::exception& e) {
             ++summary.failed[std::string("prepare failed: ") + e.what()];
             ++summary.problems_empty;
@@ -323,14 +312,9 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
             continue;
         }
 
-        const auto configs = specialize_configs(configs_of(plan, problem.op), problem, options.allow_tf32);
-        summary.configs_considered += configs.size();
-        const PruneResult pruned = backend.prune(configs, problem);
-        for (const auto& p : pruned.pruned) ++summary.pruned[p.reason];
-        pruned_here = pruned.pruned.size();
-
         auto time_one = [&](const core::GemmConfig& config, bool reference) -> bool {
             const std::string label = describe_config(config);
+            attempted.push_back(label);
             const double call_start = seconds_between(start, Clock::now()) * 1e6;
             try {
                 const Timing timing = reference ? backend.time_reference(problem, plan.timing)
@@ -352,11 +336,19 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
             } catch (const std::exception& e) {
                 const double call_end = seconds_between(start, Clock::now()) * 1e6;
                 trace.add_failure(label, call_start, call_end, e.what());
+                const bool fault = dynamic_cast<const DeviceFault*>(&e) != nullptr;
+                const std::string reason = fault ? std::string("device fault: ") + e.what() : e.what();
                 if (reference) {
-                    ++summary.reference_failed[e.what()];
+                    ++summary.reference_failed[reason];
                 } else {
-                    ++summary.failed[e.what()];
+                    ++summary.failed[reason];
                     ++failed_here;
+                }
+                if (fault) {
+                    // Nothing measured after a sticky fault could be trusted: stop here.
+                    fault_config = label;
+                    fault_what = e.what();
+                    return false;
                 }
             }
             update_rates(finished);
@@ -364,14 +356,37 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
             return !summary.interrupted && !interrupt_requested();
         };
 
-        bool completed = true;
-        for (const auto& config : pruned.kept) {
-            if (!time_one(config, false)) {
-                completed = false;
-                break;
+        bool completed = fault_what.empty();
+        if (completed) {
+            const auto configs = specialize_configs(configs_of(plan, problem.op), problem, options.allow_tf32);
+            summary.configs_considered += configs.size();
+            const PruneResult pruned = backend.prune(configs, problem);
+            for (const auto& p : pruned.pruned) ++summary.pruned[p.reason];
+            pruned_here = pruned.pruned.size();
+            for (const auto& config : pruned.kept) {
+                if (skip.count(describe_config(config)) != 0) continue;
+                if (!time_one(config, false)) {
+                    completed = false;
+                    break;
+                }
+            }
+            const core::GemmConfig reference = reference_config(problem);
+            if (completed && options.time_reference && skip.count(describe_config(reference)) == 0) {
+                completed = time_one(reference, true);
             }
         }
-        if (completed && options.time_reference) completed = time_one(reference_config(problem), true);
+        if (!fault_what.empty()) {
+            summary.timed_kernel_seconds = backend.timed_kernel_seconds() - kernel_seconds_before;
+            complete_summary(run, seconds_between(start, Clock::now()));
+            std::string what = "device fault";
+            if (!fault_config.empty()) what += " in config " + fault_config;
+            what += " on " + describe_problem(problem) + " (" + fault_what +
+                    "); the device is unusable in this process. Finished problems are saved; run again to "
+                    "resume (collect measures in worker processes, which survive faults, unless --trace-dir "
+                    "or the CPU backend keep it in this one)";
+            throw CollectionFaulted(what, std::move(summary), std::move(result), std::move(problem_meta),
+                                    std::move(attempted), fault_config, fault_what);
+        }
         if (!completed) {
             summary.interrupted = true;
             summary.problems_abandoned = 1;
@@ -411,29 +426,12 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
         sink.on_problem_done(state, line.str());
     }
 
-    writer.save();
     update_rates(finished);
     state.current.clear();
     sink.on_finish(state);
-
-    summary.files = writer.files();
-    if (plan.output.empty()) {
-        summary.dataset = writer.in_memory();
-    } else {
-        for (const auto& file : summary.files) summary.dataset.merge(core::load_dataset(file));
-    }
-    summary.wall_seconds = seconds_between(start, Clock::now());
     summary.timed_kernel_seconds = backend.timed_kernel_seconds() - kernel_seconds_before;
-
-    if (summary.interrupted) {
-        std::string where = summary.files.empty() ? "nothing was saved"
-                                                  : "saved to " + summary.files.back().string();
-        throw CollectionInterrupted("interrupted: " + std::to_string(summary.problems_collected) +
-                                        " problems collected this run, " + where +
-                                        "; run the same command again to resume",
-                                    std::move(summary));
-    }
-    return summary;
+    finish_collection(run, seconds_between(start, Clock::now()));
+    return std::move(run.summary);
 }
 
 std::string format_summary(const CollectionSummary& s) {

@@ -14,6 +14,7 @@
 #include "matmul_toolkit/collect/dataset_collector.hpp"
 #include "matmul_toolkit/collect/engine.hpp"
 #include "matmul_toolkit/collect/output_files.hpp"
+#include "matmul_toolkit/collect/progress.hpp"
 #include "matmul_toolkit/core/meta_sidecar.hpp"
 
 namespace mmt::collect {
@@ -126,4 +127,65 @@ private:
     double m_save_seconds = 0.0;
     std::vector<std::filesystem::path> m_files;
 };
+
+// What run_collection and the worker pool set up before measuring: the checked plan, the
+// summary's header, the writer with earlier runs' files loaded, the problems still to
+// measure (indices into plan.problems, in order) and the progress state to start from.
+struct CollectionStart {
+    CollectionPlan plan;
+    CollectionSummary summary;
+    std::unique_ptr<OutputWriter> writer;
+    std::vector<std::size_t> pending;
+    ProgressState progress;
+};
+
+inline CollectionStart start_collection(const CollectOptions& options, const Backend& backend) {
+    CollectionStart s;
+    s.plan = plan_collection(options, backend);
+    s.summary.backend = backend.name();
+    s.summary.hardware = backend.hardware_name();
+    s.summary.problems_planned = s.plan.problems.size();
+    s.writer = std::make_unique<OutputWriter>(options, s.plan, s.summary.hardware,
+                                              run_metadata(options, s.plan, backend));
+    const core::Dataset existing = s.writer->resume();
+    for (std::size_t i = 0; i < s.plan.problems.size(); ++i) {
+        const auto& p = s.plan.problems[i];
+        if (existing.contains(s.summary.hardware, p.op_key(), p.shape)) {
+            ++s.summary.problems_resumed;
+        } else {
+            s.pending.push_back(i);
+        }
+    }
+    s.progress.problems_total = s.plan.problems.size();
+    s.progress.problems_resumed = s.summary.problems_resumed;
+    s.progress.problems_done = s.summary.problems_resumed;
+    return s;
+}
+
+// Saves, and fills the summary's files, dataset and wall time.
+inline void complete_summary(CollectionStart& s, double wall_seconds) {
+    s.writer->save();
+    s.summary.files = s.writer->files();
+    if (s.plan.output.empty()) {
+        s.summary.dataset = s.writer->in_memory();
+    } else {
+        for (const auto& file : s.summary.files) s.summary.dataset.merge(core::load_dataset(file));
+    }
+    s.summary.wall_seconds = wall_seconds;
+}
+
+// After the last problem: complete_summary(), then CollectionInterrupted when the run was
+// interrupted.
+inline void finish_collection(CollectionStart& s, double wall_seconds) {
+    complete_summary(s, wall_seconds);
+    if (s.summary.interrupted) {
+        const std::string where =
+            s.summary.files.empty() ? "nothing was saved" : "saved to " + s.summary.files.back().string();
+        throw CollectionInterrupted("interrupted: " + std::to_string(s.summary.problems_collected) +
+                                        " problems collected this run, " + where +
+                                        "; run the same command again to resume",
+                                    std::move(s.summary));
+    }
+}
+
 }  // namespace mmt::collect

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <istream>
 #include <ostream>
 #include <set>
@@ -19,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/collect/dataset_collector.hpp"
 #include "matmul_toolkit/collect/interrupt.hpp"
 #include "matmul_toolkit/core/json_codec.hpp"
 #include "output_writer.hpp"
@@ -137,6 +139,23 @@ Worker spawn(const WorkerPoolOptions& pool, int device) {
     return w;
 }
 
+// A worker that reported a device fault exits on its own (its teardown may take a moment:
+// kernel cache threads, NVRTC processes); one that hangs is killed.
+void reap(pid_t pid) {
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (Clock::now() < deadline) {
+        const pid_t done = ::waitpid(pid, nullptr, WNOHANG);
+        if (done == pid || (done < 0 && errno != EINTR)) return;
+        ::usleep(20000);
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+}
+
+// Each fault costs a worker restart; a problem that faults this often is kept with what
+// was measured (a device faulting on everything must not restart workers forever).
+constexpr int kMaxFaultsPerProblem = 8;
+
 // Writes to a worker that died must fail with EPIPE, not end the parent.
 class IgnoreSigpipe {
 public:
@@ -191,9 +210,9 @@ std::vector<int> parse_devices(const std::string& text, int available) {
     return devices;
 }
 
-void serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
+bool serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
     std::string line;
-    if (!std::getline(in, line)) return;
+    if (!std::getline(in, line)) return false;
     const CollectOptions base = options_from_json(core::parse_json_text(line, "worker options"));
     try {
         // The problems the parent expects to hand this worker, in order: the CUDA backend
@@ -212,6 +231,15 @@ void serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
     } catch (const std::exception& e) {
         spdlog::debug("worker: no kernel plan ({})", e.what());
     }
+    auto add_summary = [](Json& reply, const CollectionSummary& s) {
+        reply["configs_considered"] = s.configs_considered;
+        reply["configs_timed"] = s.configs_timed;
+        reply["references_timed"] = s.references_timed;
+        reply["pruned"] = s.pruned;
+        reply["failed"] = s.failed;
+        reply["reference_failed"] = s.reference_failed;
+        reply["timed_kernel_seconds"] = s.timed_kernel_seconds;
+    };
     while (std::getline(in, line)) {
         const Json request = core::parse_json_text(line, "worker request");
         Json reply;
@@ -220,16 +248,25 @@ void serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
         try {
             CollectOptions options = base;
             options.problems = {problem_from_json(request.at("problem"))};
+            if (request.contains("skip")) options.skip_configs = request.at("skip").get<std::vector<std::string>>();
             const CollectionSummary s = run_collection(options, backend);
             reply["dataset"] = core::dataset_to_document(s.dataset);
             reply["meta"] = s.problems_meta;
-            reply["configs_considered"] = s.configs_considered;
-            reply["configs_timed"] = s.configs_timed;
-            reply["references_timed"] = s.references_timed;
-            reply["pruned"] = s.pruned;
-            reply["failed"] = s.failed;
-            reply["reference_failed"] = s.reference_failed;
-            reply["timed_kernel_seconds"] = s.timed_kernel_seconds;
+            add_summary(reply, s);
+        } catch (const CollectionFaulted& e) {
+            // The device is unusable: report what was measured and which configs were
+            // tried, then stop; the parent starts a fresh worker for the rest.
+            const ProblemResult& partial = e.partial();
+            DatasetCollector measured(partial.hardware);
+            if (!partial.timed_configs.empty()) measured.add_problem(partial.op, partial.shape, partial.timed_configs);
+            reply["dataset"] = core::dataset_to_document(measured.get_dataset());
+            reply["meta"] = Json::object();
+            reply["meta"][core::meta_problem_key(partial.hardware, partial.op, partial.shape)] = e.partial_meta();
+            add_summary(reply, e.summary());
+            reply["fault"] = {{"config", e.config()}, {"error", e.cause()}};
+            reply["attempted"] = e.attempted();
+            out << reply.dump() << '\n' << std::flush;
+            return true;
         } catch (const core::Interrupted&) {
             throw;
         } catch (const std::exception& e) {
@@ -237,6 +274,7 @@ void serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
         }
         out << reply.dump() << '\n' << std::flush;
     }
+    return false;
 }
 
 CollectionSummary run_worker_collection(const CollectOptions& options, const Backend& backend,
@@ -250,28 +288,13 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
     if (pool.devices.empty()) throw core::InputError("--devices", "no device given");
     if (pool.command.empty()) throw core::Error("--devices", "no worker command");
 
-    const CollectionPlan plan = plan_collection(options, backend);
-    CollectionSummary summary;
-    summary.backend = backend.name();
-    summary.hardware = backend.hardware_name();
-    summary.problems_planned = plan.problems.size();
+    CollectionStart run = start_collection(options, backend);
+    const CollectionPlan& plan = run.plan;
+    CollectionSummary& summary = run.summary;
+    OutputWriter& writer = *run.writer;
+    ProgressState& state = run.progress;
+    std::deque<std::size_t> queue(run.pending.begin(), run.pending.end());
 
-    OutputWriter writer(options, plan, summary.hardware, run_metadata(options, plan, backend));
-    const core::Dataset existing = writer.resume();
-    std::deque<std::size_t> queue;
-    for (std::size_t i = 0; i < plan.problems.size(); ++i) {
-        const auto& p = plan.problems[i];
-        if (existing.contains(summary.hardware, p.op_key(), p.shape)) {
-            ++summary.problems_resumed;
-        } else {
-            queue.push_back(i);
-        }
-    }
-
-    ProgressState state;
-    state.problems_total = plan.problems.size();
-    state.problems_resumed = summary.problems_resumed;
-    state.problems_done = summary.problems_resumed;
     std::size_t finished = 0;
     auto update_rates = [&] {
         state.elapsed_seconds = seconds_since(start);
@@ -299,11 +322,40 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
         header["plan"] = std::move(planned);
         return header.dump() + "\n";
     };
-    for (const int device : pool.devices) {
-        workers.push_back(spawn(pool, device));
-        (void)write_all(workers.back().to, header_for(device));  // a worker that is gone fails its first request
-    }
+    auto start_worker = [&](int device) {
+        Worker w = spawn(pool, device);
+        (void)write_all(w.to, header_for(device));  // a worker that is gone fails its first request
+        return w;
+    };
+    for (const int device : pool.devices) workers.push_back(start_worker(device));
     spdlog::info("{} workers on {} devices", workers.size(), backend.name());
+
+    // Problems resumed after device faults: what earlier workers measured, and the configs
+    // they tried (never tried again).
+    struct Resume {
+        std::vector<core::TimedConfig> timed;
+        Json meta = Json::object();
+        std::vector<std::string> skip;
+        int faults = 0;
+    };
+    std::map<std::size_t, Resume> resumes;
+
+    // Writes a problem's result (or counts it empty) and reports it.
+    auto finalize = [&](std::size_t index, ProblemResult result, const Json& meta, const std::string& line) {
+        ++state.problems_done;
+        ++finished;
+        if (result.timed_configs.empty()) {
+            ++summary.problems_empty;
+        } else {
+            writer.add(result, meta);
+            publish_result(result);
+            ++summary.problems_collected;
+        }
+        resumes.erase(index);
+        writer.checkpoint(seconds_since(start));
+        update_rates();
+        sink.on_problem_done(state, line);
+    };
 
     std::set<std::size_t> retried;
     auto bury = [&](Worker& w) {
@@ -323,62 +375,108 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
                 what += "; retrying it on another worker";
             } else {
                 ++summary.failed["a worker died on this problem twice"];
-                ++summary.problems_empty;
-                ++state.problems_done;
+                auto it = resumes.find(index);
+                ProblemResult result{summary.hardware, plan.problems[index].op_key(), plan.problems[index].shape,
+                                     it != resumes.end() ? it->second.timed : std::vector<core::TimedConfig>{}};
+                const Json meta = it != resumes.end() ? it->second.meta : Json::object();
                 what += " for the second time; giving it up";
+                finalize(index, std::move(result), meta, describe_problem(plan.problems[index]) + ": given up");
             }
         }
         w.current = -1;
         spdlog::error("{}", what);
         summary.worker_failures.push_back(what);
     };
-    auto accept = [&](Worker& w, const std::string& line) {
+    // A worker that reported a device fault exits by itself; a fresh one takes its place.
+    auto restart = [&](Worker& w) {
+        ::close(w.to);
+        ::close(w.from);
+        reap(w.pid);
+        const int device = w.device;
+        w = Worker{};
+        w.device = device;
+        if (interrupt_requested()) return;
+        w = start_worker(device);
+    };
+    // Returns true when the worker reported a device fault (and must be replaced).
+    auto accept = [&](Worker& w, const std::string& line) -> bool {
         const Json reply = core::parse_json_text(line, "worker on device " + std::to_string(w.device));
         const auto index = static_cast<std::size_t>(w.current);
         w.current = -1;
         const Problem& problem = plan.problems[index];
-        ++state.problems_done;
-        ++finished;
+        auto resume = resumes.find(index);
         if (reply.contains("error")) {
             ++summary.failed[reply.at("error").get<std::string>()];
-            ++summary.problems_empty;
-            update_rates();
-            sink.on_problem_done(state, describe_problem(problem) + ": failed, " + reply.at("error").get<std::string>());
-            return;
+            ProblemResult result{summary.hardware, problem.op_key(), problem.shape,
+                                 resume != resumes.end() ? resume->second.timed : std::vector<core::TimedConfig>{}};
+            const Json meta = resume != resumes.end() ? resume->second.meta : Json::object();
+            finalize(index, std::move(result), meta,
+                     describe_problem(problem) + ": failed, " + reply.at("error").get<std::string>());
+            return false;
         }
         if (reply.at("hardware").get<std::string>() != summary.hardware) {
             throw core::InputError("--devices", "device " + std::to_string(w.device) + " is a " +
                                                     reply.at("hardware").get<std::string>() + ", not a " +
                                                     summary.hardware + "; collect different hardware separately");
         }
-        summary.configs_considered += reply.at("configs_considered").get<std::size_t>();
+        // A resumed problem's configs were considered and pruned by its first worker already.
+        if (resume == resumes.end()) {
+            summary.configs_considered += reply.at("configs_considered").get<std::size_t>();
+            add_counts(summary.pruned, reply.at("pruned"));
+        }
         summary.configs_timed += reply.at("configs_timed").get<std::size_t>();
         summary.references_timed += reply.at("references_timed").get<std::size_t>();
         summary.timed_kernel_seconds += reply.at("timed_kernel_seconds").get<double>();
-        add_counts(summary.pruned, reply.at("pruned"));
         add_counts(summary.failed, reply.at("failed"));
         add_counts(summary.reference_failed, reply.at("reference_failed"));
         const core::Dataset measured = core::dataset_from_document(reply.at("dataset"), "worker reply");
-        ProblemResult result{summary.hardware, problem.op_key(), problem.shape, {}};
+        std::vector<core::TimedConfig> timed;
         if (const auto* hw = measured.find_hardware(reply.at("hardware").get<std::string>())) {
-            if (const auto* op = hw->find(result.op)) {
-                if (const auto* p = op->find(problem.shape)) result.timed_configs = p->timed_configs;
+            if (const auto* op = hw->find(problem.op_key())) {
+                if (const auto* p = op->find(problem.shape)) timed = p->timed_configs;
             }
         }
-        std::string line_out = describe_problem(problem) + ": " + std::to_string(result.timed_configs.size()) +
-                               " entries on device " + std::to_string(w.device);
-        if (result.timed_configs.empty()) {
-            ++summary.problems_empty;
-        } else {
-            const auto key = core::meta_problem_key(summary.hardware, result.op, result.shape);
-            const Json& meta = reply.at("meta");
-            writer.add(result, meta.contains(key) ? meta.at(key) : Json::object());
-            publish_result(result);
-            ++summary.problems_collected;
+        const auto key = core::meta_problem_key(summary.hardware, problem.op_key(), problem.shape);
+        const Json& meta = reply.at("meta");
+        Json problem_meta = meta.contains(key) ? meta.at(key) : Json::object();
+
+        if (reply.contains("fault")) {
+            Resume& r = resumes[index];
+            r.timed.insert(r.timed.end(), timed.begin(), timed.end());
+            for (const auto& [label, doc] : problem_meta.items()) r.meta[label] = doc;
+            for (const auto& label : reply.at("attempted")) r.skip.push_back(label.get<std::string>());
+            ++r.faults;
+            const std::string config = reply.at("fault").at("config").get<std::string>();
+            std::string what = "worker on device " + std::to_string(w.device) + ": device fault" +
+                               (config.empty() ? std::string() : " in config " + config) + " on " +
+                               describe_problem(problem) + " (" + reply.at("fault").at("error").get<std::string>() +
+                               "); counted as failed, worker restarted";
+            if (r.faults >= kMaxFaultsPerProblem) {
+                what += "; " + std::to_string(r.faults) + " faults on this problem: keeping what was measured";
+                ProblemResult result{summary.hardware, problem.op_key(), problem.shape, r.timed};
+                const Json kept = r.meta;
+                finalize(index, std::move(result), kept, describe_problem(problem) + ": given up after faults");
+            } else {
+                what += ", problem resumed without the " + std::to_string(r.skip.size()) + " configs tried";
+                queue.push_front(index);
+            }
+            spdlog::error("{}", what);
+            summary.worker_failures.push_back(what);
+            return true;
         }
-        writer.checkpoint(seconds_since(start));
-        update_rates();
-        sink.on_problem_done(state, line_out);
+
+        ProblemResult result{summary.hardware, problem.op_key(), problem.shape, {}};
+        if (resume != resumes.end()) {
+            result.timed_configs = resume->second.timed;
+            Json merged = resume->second.meta;
+            for (const auto& [label, doc] : problem_meta.items()) merged[label] = doc;
+            problem_meta = std::move(merged);
+        }
+        result.timed_configs.insert(result.timed_configs.end(), timed.begin(), timed.end());
+        const std::string line_out = describe_problem(problem) + ": " + std::to_string(result.timed_configs.size()) +
+                                     " entries on device " + std::to_string(w.device);
+        finalize(index, std::move(result), problem_meta, line_out);
+        return false;
     };
 
     try {
@@ -391,7 +489,10 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
                 if (!w.alive || w.current >= 0 || queue.empty()) continue;
                 w.current = static_cast<long>(queue.front());
                 queue.pop_front();
-                const Json request{{"index", w.current}, {"problem", problem_to_json(plan.problems[w.current])}};
+                Json request{{"index", w.current}, {"problem", problem_to_json(plan.problems[w.current])}};
+                if (auto it = resumes.find(static_cast<std::size_t>(w.current)); it != resumes.end()) {
+                    request["skip"] = it->second.skip;
+                }
                 state.current = describe_problem(plan.problems[w.current]);
                 sink.on_config(state);
                 if (!write_all(w.to, request.dump() + "\n")) {
@@ -415,7 +516,8 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
                     throw core::Error("--devices", "every worker died; " + std::to_string(queue.size()) +
                                                        " problems are not collected (run again to resume)");
                 }
-                break;
+                if (queue.empty()) break;
+                continue;  // a restarted worker takes the queue's next problem
             }
             // A bounded wait, so Ctrl-C is noticed while every worker is busy.
             if (::poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) {
@@ -433,15 +535,17 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
                 }
                 w.buffer.append(chunk, static_cast<std::size_t>(n));
                 std::size_t newline;
-                while (w.current >= 0 && (newline = w.buffer.find('\n')) != std::string::npos) {
+                bool faulted = false;
+                while (!faulted && w.current >= 0 && (newline = w.buffer.find('\n')) != std::string::npos) {
                     const std::string line = w.buffer.substr(0, newline);
                     w.buffer.erase(0, newline + 1);
-                    accept(w, line);
+                    faulted = accept(w, line);
                 }
+                if (faulted) restart(w);
             }
         }
     } catch (...) {
-        writer.save();
+        run.writer->save();
         for (auto& w : workers) {
             if (!w.alive) continue;
             ::kill(w.pid, SIGTERM);
@@ -463,26 +567,11 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
         ::waitpid(w.pid, nullptr, 0);
         w.alive = false;
     }
-    writer.save();
     update_rates();
     state.current.clear();
     sink.on_finish(state);
-
-    summary.files = writer.files();
-    if (plan.output.empty()) {
-        summary.dataset = writer.in_memory();
-    } else {
-        for (const auto& file : summary.files) summary.dataset.merge(core::load_dataset(file));
-    }
-    summary.wall_seconds = seconds_since(start);
-    if (summary.interrupted) {
-        std::string where = summary.files.empty() ? "nothing was saved" : "saved to " + summary.files.back().string();
-        throw CollectionInterrupted("interrupted: " + std::to_string(summary.problems_collected) +
-                                        " problems collected this run, " + where +
-                                        "; run the same command again to resume",
-                                    std::move(summary));
-    }
-    return summary;
+    finish_collection(run, seconds_since(start));
+    return std::move(run.summary);
 }
 
 }  // namespace mmt::collect

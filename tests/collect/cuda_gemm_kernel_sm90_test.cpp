@@ -62,10 +62,15 @@ const std::vector<core::GemmConfig>& wgmma_configs() {
     return configs;
 }
 
+// With and without clusters of two CTAs (TMA multicast of B); the verification problem
+// has 9 rows of tiles, so a cluster's second CTA also runs past the last row.
 TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
-    CudaBackend backend(options());
     std::vector<std::string> failures;
     std::size_t checked = 0;
+    for (const int cluster : {1, 2}) {
+    CudaBackendOptions o = options();
+    o.wgmma_cluster = cluster;
+    CudaBackend backend(o);
     for (const std::string dtype : {"float16", "bfloat16"})
         for (const std::string op : {"mm", "addmm", "bmm"})
             for (const std::string layout : {"nn", "nt", "tn", "tt"}) {
@@ -73,24 +78,26 @@ TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
                 backend.prune(wgmma_configs(), p);  // queues the compiles on the worker processes
                 for (const auto& c : wgmma_configs()) {
                     KernelSpec spec = make_spec(c, p);
-                    if (!select_wgmma(spec, backend.limits())) continue;
+                    if (!select_wgmma(spec, backend.limits(), cluster)) continue;
                     const Verification v = backend.verify(spec);
                     ++checked;
                     if (!v.passed) failures.push_back(spec_name(spec) + ": " + v.message);
                 }
             }
+    }
     std::string listed;
     for (std::size_t i = 0; i < failures.size() && i < 60; ++i) listed += "\n  " + failures[i];
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checked << " wrong:" << listed;
-    EXPECT_GE(checked, 150u);
+    EXPECT_GE(checked, 300u);
 }
 
 // The path the collection takes (prune, time, the launch with tensor maps) on a ragged
 // problem larger than the verification one, with and without the wgmma option.
 TEST_F(CudaWgmmaTest, TimedProblemMatchesCublasOnBothPaths) {
-    for (const bool wgmma : {true, false}) {
+    for (const auto& [wgmma, cluster] : std::vector<std::pair<bool, int>>{{true, 1}, {true, 2}, {false, 1}}) {
         CudaBackendOptions o = options();
         o.wgmma = wgmma;
+        o.wgmma_cluster = cluster;
         CudaBackend backend(o);
         const Problem p = problem(1, 1000, 1064, 776, "bfloat16", "addmm", "nn");
         backend.prepare(p, 7);
@@ -104,7 +111,7 @@ TEST_F(CudaWgmmaTest, TimedProblemMatchesCublasOnBothPaths) {
         double worst = 0;
         for (std::size_t i = 0; i < ref.size(); ++i)
             worst = std::max(worst, std::fabs(static_cast<double>(ours[i]) - ref[i]) / (1.0 + std::fabs(ref[i])));
-        EXPECT_LT(worst, 2e-2) << (wgmma ? "wgmma" : "mma.sync");
+        EXPECT_LT(worst, 2e-2) << (wgmma ? "wgmma, cluster " + std::to_string(cluster) : "mma.sync");
     }
 }
 

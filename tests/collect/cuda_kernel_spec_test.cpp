@@ -173,13 +173,13 @@ TEST(CudaKernelSpec, WgmmaRuleAdmitsHopperShapedConfigs) {
     EXPECT_FALSE(s.even_k);
     EXPECT_FALSE(s.frag_pipeline);
     EXPECT_EQ(estimated_registers(s), 128 + 40);
-    // Stages of 128·64·2 + 256·64·2 bytes, 1 KiB of alignment slack, two mbarriers per stage.
-    EXPECT_EQ(shared_bytes(s), 1024u + 3u * 49152u + 48u);
+    // Stages of 128·64·2 + 256·64·2 bytes, 1 KiB of alignment slack, three mbarriers per stage.
+    EXPECT_EQ(shared_bytes(s), 1024u + 3u * 49152u + 72u);
     EXPECT_FALSE(unsupported_reason(s, kH100).has_value());
     // A short BLOCK_K: the epilogue's padded C tile (64 x 264 x 2 bytes) outgrows the stages.
     auto narrow = make_spec(config(64, 256, 16, 2, 4), problem(1, 4096, 4096, 4096, "bfloat16", "mm", "nt"));
     ASSERT_TRUE(select_wgmma(narrow, kH100));
-    EXPECT_EQ(shared_bytes(narrow), 1024u + 33792u + 32u);
+    EXPECT_EQ(shared_bytes(narrow), 1024u + 33792u + 48u);
     EXPECT_EQ(threads_per_block(narrow), 160);  // one warpgroup and the TMA producer warp
     // block_m = 64 with two warpgroups: they split block_n.
     s = make_spec(config(64, 256, 32, 4, 8), p);
@@ -231,6 +231,19 @@ TEST(CudaKernelSpec, WgmmaSpecsHaveTheirOwnKeyAndArch) {
     EXPECT_NE(kernel_prelude(wg).find("#define MMT_WGMMA 1\n"), std::string::npos);
     EXPECT_EQ(kernel_prelude(mma).find("MMT_WGMMA"), std::string::npos);
     EXPECT_EQ(spec_name(wg), "bf16_mm_nn_128x128x64_g8_s3_w4_v8.8.2_wgmma");
+    // Clusters of two: their own kernel; an odd number of tile rows gets a spare CTA per column.
+    auto clustered = mma;
+    ASSERT_TRUE(select_wgmma(clustered, kH100, 2));
+    EXPECT_EQ(spec_name(clustered), "bf16_mm_nn_128x128x64_g8_s3_w4_v8.8.2_wgmma_c2");
+    EXPECT_NE(kernel_prelude(clustered).find("#define MMT_CLUSTER_M 2\n"), std::string::npos);
+    EXPECT_EQ(grid_ctas(clustered, 2552, 10616), 20 * 83);
+    EXPECT_EQ(grid_ctas(clustered, 2500, 10616), 20 * 83);  // 19.5 rows -> 10 pairs
+    EXPECT_EQ(grid_ctas(wg, 2500, 10616), 20 * 83);
+    EXPECT_EQ(grid_ctas(wg, 2300, 10616), 18 * 83);
+    EXPECT_EQ(grid_ctas(clustered, 2300, 10616), 18 * 83);
+    EXPECT_EQ(grid_ctas(clustered, 2200, 10616), 18 * 83);  // 18 rows (17.2) -> 9 pairs
+    EXPECT_EQ(grid_ctas(clustered, 2100, 10616), 18 * 83);  // 17 rows -> 9 pairs, one spare
+    EXPECT_EQ(grid_ctas(wg, 2100, 10616), 17 * 83);
     EXPECT_EQ(nvrtc_arch(9, 0), "sm_90a");
     EXPECT_EQ(nvrtc_arch(8, 0), "sm_80");
     EXPECT_EQ(nvrtc_arch(10, 0), "sm_100");

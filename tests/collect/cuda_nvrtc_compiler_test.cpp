@@ -175,7 +175,7 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
             p.layout = v.layout;
             p.shape = core::make_shape(v.op == "bmm" ? 3 : 1, 512, 512, 520, v.dtype);
             KernelSpec spec = make_spec(config, p);
-            if (!select_wgmma(spec, h100)) continue;
+            if (!select_wgmma(spec, h100, next_job % 3 == 1 ? 2 : 1)) continue;
             if (unsupported_reason(spec, h100)) continue;
             const bool cubin = next_job % 8 == 0;
             jobs.push_back({spec, cubin ? "sm_90a" : "compute_90a"});
@@ -217,6 +217,7 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
                 good = r.image.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(job.spec.wg_n) + "k16.f32") !=
                            std::string::npos &&
                        r.image.find("cp.async.bulk.tensor.3d") != std::string::npos &&
+                       (r.image.find(".multicast::cluster") != std::string::npos) == (job.spec.cluster_m == 2) &&
                        r.image.find("mma.sync") == std::string::npos;
             if (!good) {
                 std::lock_guard<std::mutex> lock(mutex);

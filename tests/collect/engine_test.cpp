@@ -3,6 +3,7 @@
 
 #include "matmul_toolkit/collect/engine.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -424,6 +425,53 @@ TEST_F(Engine, PlansThePendingProblemsOnceBeforeMeasuring) {
     ASSERT_EQ(again.calls.size(), 1u);
     EXPECT_TRUE(again.calls[0].empty());
     EXPECT_TRUE(again.prepared.empty());
+}
+
+TEST_F(Engine, SkippedConfigsAreNeitherTimedNorWritten) {
+    auto o = tiny(1);
+    o.problems = {make_problem("mm", "nn", 1, 70, 80, 40, "float32")};
+    o.skip_configs = {"64x64x32 g8 s1 w4", reference_config(o.problems[0]).name};
+    const auto summary = run_collection(o, m_backend);
+    ASSERT_EQ(summary.problems_collected, 1u);
+    const auto* p = summary.dataset.find_hardware(summary.hardware)->find("mm")->find(o.problems[0].shape);
+    ASSERT_NE(p, nullptr);
+    for (const auto& tc : p->timed_configs) {
+        EXPECT_NE(describe_config(tc.config), "64x64x32 g8 s1 w4");
+        EXPECT_FALSE(is_reference_config(tc.config));
+    }
+    EXPECT_EQ(summary.references_timed, 0u);
+    EXPECT_EQ(p->timed_configs.size(), summary.configs_timed);
+}
+
+TEST_F(Engine, ADeviceFaultSavesFinishedProblemsAndCarriesThePartialOne) {
+    auto o = tiny(1);
+    o.output = path("data.json");
+    // The first problem is collected fault-free; the second run resumes it and faults on the second.
+    o.problems = {make_problem("mm", "nn", 1, 16, 16, 16, "float32")};
+    run_collection(o, m_backend);
+    o.problems.push_back(make_problem("mm", "nn", 1, 70, 80, 40, "float32"));
+    ::setenv(kTestFaultVariable, "64x64x32", 1);
+    try {
+        run_collection(o, m_backend);
+        ::unsetenv(kTestFaultVariable);
+        FAIL() << "no CollectionFaulted";
+    } catch (const CollectionFaulted& e) {
+        ::unsetenv(kTestFaultVariable);
+        EXPECT_EQ(e.config(), "64x64x32 g8 s1 w4");
+        EXPECT_NE(e.cause().find("injected fault"), std::string::npos);
+        EXPECT_EQ(e.attempted().back(), e.config());
+        EXPECT_EQ(e.partial().timed_configs.size() + 1, e.attempted().size());
+        EXPECT_TRUE(e.partial().shape == o.problems[1].shape);
+        std::size_t faults = 0;
+        for (const auto& [reason, n] : e.summary().failed) {
+            if (reason.rfind("device fault: ", 0) == 0) faults += n;
+        }
+        EXPECT_EQ(faults, 1u);
+        // The first problem is still there; the faulting one was not written.
+        const auto saved = core::load_dataset(path("data.json"));
+        EXPECT_EQ(saved.num_problems(), 1u);
+        EXPECT_TRUE(saved.contains(e.summary().hardware, "mm", o.problems[0].shape));
+    }
 }
 
 }  // namespace

@@ -3,11 +3,14 @@
 
 #include "matmul_toolkit/collect/worker_pool.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "matmul_toolkit/collect/cpu_backend.hpp"
+#include "matmul_toolkit/collect/device_fault.hpp"
 #include "matmul_toolkit/collect/problem_generator.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
@@ -136,6 +139,66 @@ TEST(ServeWorker, PlansTheProblemsTheHeaderListsBeforeTheFirstRequest) {
     ASSERT_EQ(backend.calls[1].size(), 1u);
     EXPECT_TRUE(backend.calls[1][0].shape == a.shape);
     EXPECT_EQ(backend.config_counts, (std::vector<std::size_t>{20, 20, 20}));
+}
+
+TEST(ServeWorker, ADeviceFaultIsReportedWithWhatWasMeasuredAndEndsTheWorker) {
+    const auto a = make_problem("mm", "nn", 1, 70, 80, 40, "float32");
+    const core::OrderedJson options{{"search_space", "DEFAULT"}, {"configs_file", ""}, {"search_mode", "max-autotune"},
+                                    {"allow_tf32", false}, {"time_reference", true}, {"warmup", 0},
+                                    {"repeat", 1}, {"seed", 3}};
+    const core::OrderedJson problem{{"op", "mm"}, {"layout", "nn"}, {"shape", core::shape_key(a.shape)},
+                                    {"alpha", 1.0}, {"beta", 1.0}};
+    const core::OrderedJson first{{"index", 2}, {"problem", problem}};
+    // A second request that must never be read: the worker stops at the fault.
+    const core::OrderedJson second{{"index", 3}, {"problem", problem}};
+    std::istringstream in(options.dump() + "\n" + first.dump() + "\n" + second.dump() + "\n");
+    std::ostringstream out;
+    CpuBackend backend;
+    ::setenv(kTestFaultVariable, "64x64x32", 1);
+    const bool faulted = serve_worker(backend, in, out);
+    ::unsetenv(kTestFaultVariable);
+    EXPECT_TRUE(faulted);
+
+    std::istringstream replies(out.str());
+    std::string line;
+    std::vector<core::OrderedJson> got;
+    while (std::getline(replies, line)) got.push_back(core::parse_json_text(line, "reply"));
+    ASSERT_EQ(got.size(), 1u);
+    const auto& reply = got[0];
+    EXPECT_EQ(reply["index"], 2);
+    EXPECT_EQ(reply["fault"]["config"], "64x64x32 g8 s1 w4");
+    EXPECT_NE(reply["fault"]["error"].get<std::string>().find("injected fault"), std::string::npos);
+    // Every config before the faulting one was timed and is in the reply; the attempted
+    // list is those plus the faulting one, and no reference was timed.
+    const auto attempted = reply["attempted"].get<std::vector<std::string>>();
+    ASSERT_FALSE(attempted.empty());
+    EXPECT_EQ(attempted.back(), "64x64x32 g8 s1 w4");
+    const auto dataset = core::dataset_from_document(reply["dataset"], "reply");
+    EXPECT_EQ(dataset.num_timings(), attempted.size() - 1);
+    EXPECT_EQ(reply["configs_timed"].get<std::size_t>(), attempted.size() - 1);
+    EXPECT_EQ(reply["references_timed"], 0);
+    EXPECT_EQ(reply["failed"].size(), 1u);
+
+    // A fresh worker resumes the problem without the attempted configs: the rest and the reference.
+    core::OrderedJson resume = first;
+    resume["skip"] = attempted;
+    std::istringstream in2(options.dump() + "\n" + resume.dump() + "\n");
+    std::ostringstream out2;
+    CpuBackend fresh;
+    EXPECT_FALSE(serve_worker(fresh, in2, out2));
+    const auto done = core::parse_json_text(out2.str(), "reply");
+    EXPECT_FALSE(done.contains("fault"));
+    const auto rest = core::dataset_from_document(done["dataset"], "reply");
+    EXPECT_EQ(done["configs_timed"].get<std::size_t>() + done["references_timed"].get<std::size_t>(),
+              rest.num_timings());
+    EXPECT_EQ(done["references_timed"], 1);
+    for (const auto& hw : rest.hardware())
+        for (const auto& op : hw.operations)
+            for (const auto& p : op.problems)
+                for (const auto& tc : p.timed_configs) {
+                    EXPECT_EQ(std::count(attempted.begin(), attempted.end(), describe_config(tc.config)), 0)
+                        << describe_config(tc.config) << " was timed twice";
+                }
 }
 
 }  // namespace

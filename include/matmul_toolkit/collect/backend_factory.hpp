@@ -17,6 +17,11 @@ bool cuda_device_available();
 int device_count(const std::string& device);
 
 /// "cpu" or "cuda"; throws core::InputError("--device", ...) when the device can't be used.
-std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0);
+/// `compile_threads`: NVRTC processes of a CUDA backend (0: hardware threads - 1).
+std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0, int compile_threads = 0);
+
+/// A backend for plan_collection() and the worker pool's parent: on CUDA it holds no
+/// context and measures nothing (its measuring calls throw); on the CPU it is the CPU backend.
+std::unique_ptr<Backend> make_planning_backend(const std::string& device, int device_index = 0);
 
 }  // namespace mmt::collect

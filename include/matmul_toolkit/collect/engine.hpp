@@ -14,6 +14,8 @@
 
 #include "matmul_toolkit/collect/backend.hpp"
 #include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/collect/dataset_collector.hpp"
+#include "matmul_toolkit/collect/device_fault.hpp"
 #include "matmul_toolkit/collect/problem_generator.hpp"
 #include "matmul_toolkit/collect/progress.hpp"
 #include "matmul_toolkit/collect/sharding.hpp"
@@ -55,6 +57,11 @@ struct CollectOptions {
     std::optional<int> chunk_size;  ///< every N problems to OUTPUT_1, OUTPUT_2, ...
     core::DiodeLayout layout = core::DiodeLayout::current;
     std::filesystem::path trace_dir;  ///< a Chrome trace per problem when set
+
+    /// describe_config() labels left out of every problem (a reference entry's name skips
+    /// the reference): a worker resuming a problem after a device fault skips the configs
+    /// its predecessor already tried.
+    std::vector<std::string> skip_configs;
 };
 
 /// What a collection did.
@@ -95,6 +102,42 @@ private:
     CollectionSummary m_summary;
 };
 
+/// Thrown by run_collection when the backend reported a DeviceFault (its device context is
+/// unusable): the problems finished before it were saved. It carries the summary (the
+/// faulting config counted as failed), what the problem in flight measured before the
+/// fault, and every config label that problem tried (timed, failed or faulted).
+class CollectionFaulted : public DeviceFault {
+public:
+    CollectionFaulted(const std::string& what, CollectionSummary summary, ProblemResult partial,
+                      core::OrderedJson partial_meta, std::vector<std::string> attempted, std::string config,
+                      std::string cause)
+        : DeviceFault("", what),
+          m_summary(std::move(summary)),
+          m_partial(std::move(partial)),
+          m_partial_meta(std::move(partial_meta)),
+          m_attempted(std::move(attempted)),
+          m_config(std::move(config)),
+          m_cause(std::move(cause)) {}
+    const CollectionSummary& summary() const { return m_summary; }
+    /// The problem in flight and the entries timed before the fault (maybe none).
+    const ProblemResult& partial() const { return m_partial; }
+    /// Its sidecar documents (label -> timing document).
+    const core::OrderedJson& partial_meta() const { return m_partial_meta; }
+    const std::vector<std::string>& attempted() const { return m_attempted; }
+    /// The describe_config() label of the config that faulted.
+    const std::string& config() const { return m_config; }
+    /// The backend's error (e.g. the CUDA call and CUDA_ERROR_ILLEGAL_ADDRESS).
+    const std::string& cause() const { return m_cause; }
+
+private:
+    CollectionSummary m_summary;
+    ProblemResult m_partial;
+    core::OrderedJson m_partial_meta;
+    std::vector<std::string> m_attempted;
+    std::string m_config;
+    std::string m_cause;
+};
+
 /// Everything a run will do, resolved and checked before any work starts.
 struct CollectionPlan {
     std::vector<Problem> problems;
@@ -111,7 +154,9 @@ CollectionPlan plan_collection(const CollectOptions& options, const Backend& bac
 /// Runs a collection: plans it, skips problems already in the output files (resume),
 /// times every config the backend keeps, writes the files as it goes (atomically, after
 /// every problem or chunk) and hands each finished problem to publish_result(). Throws
-/// InputError before any work on bad input, CollectionInterrupted after saving on Ctrl-C.
+/// InputError before any work on bad input, CollectionInterrupted after saving on Ctrl-C,
+/// CollectionFaulted after saving when the backend faults (no later measurement could be
+/// trusted in this process; `collect` isolates faults in worker processes).
 CollectionSummary run_collection(const CollectOptions& options, Backend& backend,
                                  ProgressSink* progress = nullptr);
 

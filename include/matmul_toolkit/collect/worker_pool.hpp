@@ -2,7 +2,9 @@
 /// One collection spread over several devices: a worker process per device (each with its
 /// own backend, and on CUDA its own context), problems handed out one at a time to
 /// whichever worker is free, results written by the parent into the usual output files.
-/// A worker that dies is reported and its problem retried once on another worker.
+/// A worker that dies is reported and its problem retried once on another worker. A worker
+/// that reports a device fault is replaced by a fresh process on the same device, and its
+/// problem resumes without the configs already tried (the faulting one is counted failed).
 
 #include <iosfwd>
 #include <string>
@@ -30,8 +32,11 @@ std::vector<int> parse_devices(const std::string& text, int available);
 CollectionSummary run_worker_collection(const CollectOptions& options, const Backend& backend,
                                         const WorkerPoolOptions& pool, ProgressSink* progress = nullptr);
 
-/// The worker's side: reads the run's options and then one problem per line from `in`,
-/// measures each on `backend` and answers one line per problem on `out`, until `in` ends.
-void serve_worker(Backend& backend, std::istream& in, std::ostream& out);
+/// The worker's side: reads the run's options and then one problem per line from `in`
+/// (optionally with the config labels to skip), measures each on `backend` and answers one
+/// line per problem on `out`, until `in` ends. After a device fault it answers with what
+/// the problem measured, the configs it tried and the fault, and returns true at once: the
+/// process must exit (its device context is unusable).
+bool serve_worker(Backend& backend, std::istream& in, std::ostream& out);
 
 }  // namespace mmt::collect

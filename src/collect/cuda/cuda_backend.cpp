@@ -141,7 +141,8 @@ std::size_t element_count(const Problem& p, char which) {
 CudaBackend::CudaBackend(const CudaBackendOptions& options)
     : m_context(options.device_index),
       m_frag_pipeline(options.frag_pipeline),
-      m_wgmma(options.wgmma && m_context.info().cc_major == 9 && m_context.info().cc_minor == 0) {
+      m_wgmma(options.wgmma && m_context.info().cc_major == 9 && m_context.info().cc_minor == 0),
+      m_wgmma_cluster(options.wgmma_cluster) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
     if (info.cc_major < 8)
@@ -241,7 +242,7 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     KernelSpec spec = make_spec(config, problem);
     if (m_frag_pipeline >= 0 && spec.math != MathPath::fma && spec.num_stages >= 2)
         spec.frag_pipeline = m_frag_pipeline == 1;
-    if (m_wgmma) select_wgmma(spec, limits());
+    if (m_wgmma) select_wgmma(spec, limits(), m_wgmma_cluster);
     return spec;
 }
 
@@ -343,7 +344,7 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
         CUtensorMap map_a, map_b;
         encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
         void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta};
-        CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_m * grid_n), 1,
+        CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_ctas(spec, s.M, s.N)), 1,
                                            static_cast<unsigned>(s.B), threads_per_block(spec), 1, 1,
                                            k.shared_bytes, m_stream, wargs, nullptr));
         return;

@@ -37,6 +37,9 @@ struct CudaBackendOptions {
     /// Runs the configs the wgmma rule admits (wgmma_unsupported_reason) with the Hopper
     /// kernel (gemm_kernel_sm90.cuh) on sm_90 devices; false keeps mma.sync everywhere.
     bool wgmma = true;
+    /// wgmma path: CTAs per cluster along M (1 or 2, TMA multicast of the shared B tile).
+    /// 2 measured 0.5x of 1 on H100 (bench/NOTES_cuda.md), hence off.
+    int wgmma_cluster = 1;
 };
 
 /// Counters over the backend's life.
@@ -115,6 +118,7 @@ private:
     PrimaryContext m_context;
     int m_frag_pipeline = -1;
     bool m_wgmma = false;  // the option, on an sm_90 device
+    int m_wgmma_cluster = 1;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
     std::unique_ptr<EventTimer> m_timer;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "cuda_check.hpp"
+#include "matmul_toolkit/collect/device_fault.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
 namespace mmt::collect::cuda {
@@ -92,9 +93,36 @@ std::string cuda_error_text(CUresult result) {
     return out;
 }
 
+namespace {
+
+// Errors that leave the context unusable ("sticky"): every later call fails too, and only
+// a new process recovers.
+bool is_sticky(CUresult result) {
+    switch (result) {
+        case CUDA_ERROR_ILLEGAL_ADDRESS:
+        case CUDA_ERROR_LAUNCH_FAILED:
+        case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+        case CUDA_ERROR_MISALIGNED_ADDRESS:
+        case CUDA_ERROR_HARDWARE_STACK_ERROR:
+        case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+        case CUDA_ERROR_INVALID_PC:
+        case CUDA_ERROR_LAUNCH_TIMEOUT:
+        case CUDA_ERROR_ASSERT:
+        case CUDA_ERROR_ECC_UNCORRECTABLE:
+        case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
 void throw_cuda_error(CUresult result, const char* call, const char* file, int line) {
-    throw core::Error("CUDA", std::string(call) + " failed: " + cuda_error_text(result) + " at " + file + ":" +
-                                  std::to_string(line));
+    const std::string what =
+        std::string(call) + " failed: " + cuda_error_text(result) + " at " + file + ":" + std::to_string(line);
+    if (is_sticky(result)) throw DeviceFault("CUDA", what);
+    throw core::Error("CUDA", what);
 }
 
 void throw_nvrtc_error(nvrtcResult result, const char* call, const char* file, int line) {

@@ -517,6 +517,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
              long long stride_a, long long stride_b, long long stride_c, float alpha, float beta) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     elem_t* smem = reinterpret_cast<elem_t*>(smem_raw);
+#ifdef MMT_TEST_FAULT
+    // Test only (MMT_TEST_FAULT_CONFIG): an illegal address, the sticky fault the
+    // collection must survive. Address 16 is in no window (global, shared, local).
+    if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(16ull) = M;
+#endif
 
     // GROUP_M-swizzled tile order, as Triton's template computes it.
     const int pid = blockIdx.x;

@@ -45,6 +45,12 @@ constexpr int ACC = WG_N / 2;   // accumulators per thread per m64 instruction
 constexpr bool A_MN_MAJOR = MMT_A_KMAJOR == 0;  // A column-major: M contiguous
 constexpr bool B_MN_MAJOR = MMT_B_KMAJOR == 0;  // B row-major: N contiguous
 constexpr bool ADDMM = MMT_ADDMM != 0;
+// MMT_CLUSTER_M 2: CTAs run in clusters of two along M that share their B tile: each
+// loads half of it and multicasts the half to both (halving B's L2 -> SM traffic).
+#ifndef MMT_CLUSTER_M
+#define MMT_CLUSTER_M 1
+#endif
+constexpr int CLUSTER = MMT_CLUSTER_M;
 static_assert(WARPGROUPS * 4 == WARPS && WGS_ALONG_M * (BN / WG_N) == WARPGROUPS, "warpgroup layout");
 static_assert(WG_M % 64 == 0 && WG_N % 8 == 0 && WG_N <= 256, "wgmma shape");
 
@@ -91,10 +97,6 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
 
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
     // Labels inside a { } block are local to it, so every inlined copy may reuse them.
     asm volatile(
@@ -114,6 +116,37 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, uns
         "[%5];\n" ::"r"(dst),
         "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
         : "memory");
+}
+
+// The same copy, multicast to the same shared offset (and barrier) of every CTA of the
+// cluster in `mask`.
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
+                                                   int c2, unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], "
+        "[%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+        "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+        : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Arrives on the mbarrier at the same shared offset in CTA `rank` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n" ::"r"(bar),
+        "r"(rank)
+        : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -293,8 +326,11 @@ __device__ __forceinline__ elem_t from_float(float f) {
 }
 
 // Issues the TMA copies of k-tile `kt` into the stage at `stage`, completing on `bar`.
+// In a cluster, CTA `rank` loads half of the shared B tile (rows of K-major boxes, k rows
+// of M/N-major ones) and multicasts it; the full B tile lands in both CTAs either way.
 __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const TensorMap* map_a,
-                                           const TensorMap* map_b, int kt, int m_base, int n_base, int batch) {
+                                           const TensorMap* map_b, int kt, int m_base, int n_base, int batch,
+                                           int rank) {
     mbar_expect_tx(bar, TX_BYTES);
     const int k0 = kt * BK;
     const unsigned sa = stage, sb = stage + A_BYTES;
@@ -305,12 +341,29 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
 #pragma unroll
         for (int j = 0; j < BK / KB; ++j) tma_load(sa + j * (BM * SW_K), map_a, bar, k0 + j * KB, m_base, batch);
     }
-    if constexpr (B_MN_MAJOR) {
+    if constexpr (CLUSTER == 1) {
+        if constexpr (B_MN_MAJOR) {
 #pragma unroll
-        for (int j = 0; j < BN / MNB; ++j) tma_load(sb + j * (BK * 128), map_b, bar, n_base + j * MNB, k0, batch);
+            for (int j = 0; j < BN / MNB; ++j) tma_load(sb + j * (BK * 128), map_b, bar, n_base + j * MNB, k0, batch);
+        } else {
+#pragma unroll
+            for (int j = 0; j < BK / KB; ++j) tma_load(sb + j * (BN * SW_K), map_b, bar, k0 + j * KB, n_base, batch);
+        }
     } else {
+        constexpr unsigned short ALL = (1u << CLUSTER) - 1;
+        if constexpr (B_MN_MAJOR) {
+            constexpr int HALF = BK / CLUSTER;  // k rows per CTA: a multiple of 8, so whole swizzle atoms
 #pragma unroll
-        for (int j = 0; j < BK / KB; ++j) tma_load(sb + j * (BN * SW_K), map_b, bar, k0 + j * KB, n_base, batch);
+            for (int j = 0; j < BN / MNB; ++j)
+                tma_load_multicast(sb + j * (BK * 128) + rank * (HALF * 128), map_b, bar, n_base + j * MNB,
+                                   k0 + rank * HALF, batch, ALL);
+        } else {
+            constexpr int HALF = BN / CLUSTER;  // rows per CTA: a multiple of 8
+#pragma unroll
+            for (int j = 0; j < BK / KB; ++j)
+                tma_load_multicast(sb + j * (BN * SW_K) + rank * (HALF * SW_K), map_b, bar, k0 + j * KB,
+                                   n_base + rank * HALF, batch, ALL);
+        }
     }
 }
 
@@ -320,7 +373,13 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
 // over rows). The tensor maps describe A as [batch][M][K] or [batch][K][M] and B as
 // [batch][K][N] or [batch][N][K] in their storage order (innermost first on the host);
 // C is row-major [batch][M][N] with row stride ldc.
-extern "C" __global__ void __launch_bounds__(THREADS + 32)
+#if MMT_CLUSTER_M > 1
+#define MMT_CLUSTER_DIMS __cluster_dims__(MMT_CLUSTER_M, 1, 1)
+#else
+#define MMT_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
     mmt_gemm(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, elem_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long ldc, long long stride_c, float alpha,
              float beta) {
@@ -333,15 +392,24 @@ extern "C" __global__ void __launch_bounds__(THREADS + 32)
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned full_bar = base + DATA_BYTES;  // STAGES mbarriers, 8 bytes each
     const unsigned empty_bar = full_bar + STAGES * 8;
+    // Clusters: per stage, a barrier on which each CTA's producer signals (to every CTA)
+    // that its consumers released the stage; a producer refills it once all have.
+    const unsigned cluster_bar = empty_bar + STAGES * 8;
 
-    // GROUP_M-swizzled tile order, as Triton's template computes it.
-    const int pid = blockIdx.x;
-    const int grid_m = (M + BM - 1) / BM;
+    // GROUP_M-swizzled tile order, as Triton's template computes it; in clusters the order
+    // runs over pairs of row tiles (a cluster's CTAs take consecutive rows of one column,
+    // the second one past the last row when grid_m is odd: it loads, computes, stores
+    // nothing) and GROUP_M counts rows.
+    unsigned rank = 0;
+    if constexpr (CLUSTER > 1) asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const int pid = blockIdx.x / CLUSTER;
+    const int grid_m = (M + BM * CLUSTER - 1) / (BM * CLUSTER);
     const int grid_n = (N + BN - 1) / BN;
-    const int width = GROUP_M * grid_n;
+    constexpr int GROUP = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
+    const int width = GROUP * grid_n;
     const int group_id = pid / width;
-    const int group_size = min(grid_m - group_id * GROUP_M, GROUP_M);
-    const int pid_m = group_id * GROUP_M + (pid % group_size);
+    const int group_size = min(grid_m - group_id * GROUP, GROUP);
+    const int pid_m = (group_id * GROUP + (pid % group_size)) * CLUSTER + static_cast<int>(rank);
     const int pid_n = (pid % width) / group_size;
     const int m_base = pid_m * BM;
     const int n_base = pid_n * BN;
@@ -354,13 +422,18 @@ extern "C" __global__ void __launch_bounds__(THREADS + 32)
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
-            mbar_init(empty_bar + 8 * s, THREADS);
+            mbar_init(empty_bar + 8 * s, THREADS);  // every consumer thread
+            if constexpr (CLUSTER > 1) mbar_init(cluster_bar + 8 * s, CLUSTER);  // every producer of the cluster
         }
         // Makes the initialised barriers visible to the async proxy (TMA).
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
-    __syncthreads();
+    // The peer's copies and arrivals target these barriers: both CTAs initialise first.
+    if constexpr (CLUSTER > 1)
+        cluster_sync();
+    else
+        __syncthreads();
 
     if (tid >= THREADS) {
         // The producer: one extra warp, one thread of it issues every TMA copy, so no
@@ -372,13 +445,28 @@ extern "C" __global__ void __launch_bounds__(THREADS + 32)
             unsigned phase = 0;
             for (int t = 0; t < k_tiles; ++t) {
                 // Use t / STAGES of the slot: wait for the release of use t / STAGES - 1.
-                if (t >= STAGES) mbar_wait(empty_bar + 8 * slot, phase ^ 1);
-                load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, t, m_base, n_base, batch);
+                if (t >= STAGES) {
+                    mbar_wait(empty_bar + 8 * slot, phase ^ 1);
+                    if constexpr (CLUSTER > 1) {
+                        // One remote arrival per CTA and stage (not one per consumer thread,
+                        // whose cluster-scope releases would cost more than the loads save).
+#pragma unroll
+                        for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(cluster_bar + 8 * slot, r);
+                        mbar_wait(cluster_bar + 8 * slot, phase ^ 1);
+                    }
+                }
+                load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, t, m_base, n_base, batch,
+                           static_cast<int>(rank));
                 if (++slot == STAGES) {
                     slot = 0;
                     phase ^= 1;
                 }
             }
+        }
+        // No CTA of a cluster leaves while the other may still write to its shared memory.
+        if constexpr (CLUSTER > 1) {
+            __syncwarp();
+            cluster_sync();
         }
         return;
     }
@@ -414,6 +502,8 @@ extern "C" __global__ void __launch_bounds__(THREADS + 32)
         wgmma_wait<1>();
 #pragma unroll
         for (int i = 0; i < MT; ++i) pin(acc[i]);
+        // Release tile kt-1's stage. Every thread arrives: ptxas serialises the wgmma
+        // pipeline around a lane-predicated arrival.
         if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
         if (++slot == STAGES) {
             slot = 0;
@@ -476,4 +566,5 @@ extern "C" __global__ void __launch_bounds__(THREADS + 32)
                 if (n + e < N) dst[e] = static_cast<elem_t>(w[e / 2] >> (16 * (e % 2)));
         }
     }
+    if constexpr (CLUSTER > 1) cluster_sync();
 }

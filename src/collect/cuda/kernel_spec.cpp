@@ -179,13 +179,21 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& s, const D
     return std::nullopt;
 }
 
-bool select_wgmma(KernelSpec& s, const DeviceLimits& limits) {
+bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m) {
+    if (cluster_m != 1 && cluster_m != 2) throw core::InputError("cluster_m", "must be 1 or 2");
     if (wgmma_unsupported_reason(s, limits)) return false;
     s.math = MathPath::wgmma;
+    s.cluster_m = cluster_m;
     wgmma_tile(s, s.wg_m, s.wg_n);
     s.even_k = false;
     s.frag_pipeline = false;
     return true;
+}
+
+long long grid_ctas(const KernelSpec& s, long long M, long long N) {
+    const long long cluster = s.math == MathPath::wgmma ? s.cluster_m : 1;
+    const long long rows = (M + s.block_m - 1) / s.block_m;
+    return (rows + cluster - 1) / cluster * cluster * ((N + s.block_n - 1) / s.block_n);
 }
 
 int threads_per_block(const KernelSpec& s) { return 32 * s.num_warps + (s.math == MathPath::wgmma ? 32 : 0); }
@@ -198,12 +206,12 @@ std::size_t shared_bytes(const KernelSpec& s) {
     if (s.math == MathPath::wgmma) {
         // 1 KiB-aligned stages of 1 KiB-rounded tiles (the epilogue's C tile, rows padded
         // by 8 elements, reuses them, and may need more), the slack to align the dynamic
-        // shared base, and a full and an empty mbarrier per stage.
+        // shared base, and three mbarriers per stage (full, empty, cluster).
         const std::size_t es = core::dtype_size(s.dtype);
         const std::size_t stage = round_kib(static_cast<std::size_t>(s.block_m) * s.block_k * es) +
                                   round_kib(static_cast<std::size_t>(s.block_n) * s.block_k * es);
         const std::size_t c_tile = round_kib(static_cast<std::size_t>(s.block_m) * (s.block_n + 8) * es);
-        return 1024 + std::max(stage * s.num_stages, c_tile) + 16 * static_cast<std::size_t>(s.num_stages);
+        return 1024 + std::max(stage * s.num_stages, c_tile) + 24 * static_cast<std::size_t>(s.num_stages);
     }
     return static_cast<std::size_t>(s.block_m + s.block_n) * s.block_k * s.num_stages * core::dtype_size(s.dtype);
 }
@@ -272,6 +280,7 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_WGMMA", 1);
         def("MMT_WG_M", s.wg_m);
         def("MMT_WG_N", s.wg_n);
+        def("MMT_CLUSTER_M", s.cluster_m);
     }
     return o.str();
 }
@@ -281,7 +290,8 @@ std::string spec_name(const KernelSpec& s) {
     o << dtype_short(s.dtype) << (s.allow_tf32 ? "_tf32" : "") << '_' << s.op << '_' << s.layout << '_' << s.block_m
       << 'x' << s.block_n << 'x' << s.block_k << "_g" << s.group_m << "_s" << s.num_stages << "_w" << s.num_warps
       << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "")
-      << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "");
+      << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
+      << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "");
     return o.str();
 }
 

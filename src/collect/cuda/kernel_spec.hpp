@@ -59,6 +59,9 @@ struct KernelSpec {
     /// wgmma path: the C tile of one warpgroup (rows, columns); 0 on the other paths.
     int wg_m = 0;
     int wg_n = 0;
+    /// wgmma path: CTAs per cluster along M (1 or 2); a cluster's CTAs share their B tile
+    /// through TMA multicast.
+    int cluster_m = 1;
 };
 
 /// Register estimate up to which make_spec() enables KernelSpec::frag_pipeline.
@@ -106,9 +109,15 @@ int estimated_registers(const KernelSpec& spec);
 /// tiles, alignment slack, barriers) within the device limit.
 std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, const DeviceLimits& limits);
 
-/// Switches an mma16 spec to the wgmma path when wgmma_unsupported_reason() allows it;
-/// returns whether it did. EVEN_K and frag_pipeline drop out (TMA zero-fills K).
-bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits);
+/// Switches an mma16 spec to the wgmma path when wgmma_unsupported_reason() allows it,
+/// in clusters of `cluster_m` CTAs (1 or 2) along M; returns whether it did. EVEN_K and
+/// frag_pipeline drop out (TMA zero-fills K).
+bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1);
+
+/// CTAs the kernel is launched with along the grid's x axis for an M x N problem (per
+/// batch): the tiles, plus on the wgmma path with clusters of two a CTA past the last
+/// row of tiles for each column when the row count is odd.
+long long grid_ctas(const KernelSpec& spec, long long M, long long N);
 
 /// Threads the kernel is launched with: 32 · num_warps, plus the TMA producer warp on the
 /// wgmma path.
