@@ -225,8 +225,10 @@ std::vector<double> Predictor::Impl::forward(const float* standardised, std::siz
     if (device.type() == c10::kCPU && rows <= kDenseRows) {
         // One problem's configs, or a validation batch: the calling thread does it faster
         // than LibTorch's operators and BLAS threads (see dense_net.hpp).
-        DenseScratch scratch;
-        std::vector<float> values(rows);
+        // Reused per thread: fresh buffers would cost a page fault per page on every call.
+        thread_local DenseScratch scratch;
+        thread_local std::vector<float> values;
+        values.resize(rows);
         dense.forward(standardised, rows, values.data(), scratch);
         std::copy(values.begin(), values.end(), out.begin());
         return out;
@@ -274,7 +276,8 @@ std::vector<double> Predictor::predict_log_ms(const std::string& op_key, const c
     const ProblemFeatures problem(op_key, shape,
                                   parallel_units > 0 ? parallel_units : model.info.parallel_units);
     const std::size_t width = num_features();
-    std::vector<float> rows(configs.size() * width);
+    thread_local std::vector<float> rows;  // reused: see Impl::forward
+    rows.resize(configs.size() * width);
     for (std::size_t i = 0; i < configs.size(); ++i) problem.write(configs[i], rows.data() + i * width);
     model.standardise(rows.data(), configs.size());
     return model.forward(rows.data(), configs.size());
