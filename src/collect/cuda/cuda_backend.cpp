@@ -14,14 +14,20 @@
 #include "kernel_source.hpp"
 #include "nvrtc_compiler.hpp"
 #include "matmul_toolkit/collect/cuda_backend.hpp"
+#include "matmul_toolkit/collect/device_fault.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
 namespace mmt::collect {
 
-std::unique_ptr<Backend> make_cuda_backend(int device_index) {
+std::unique_ptr<Backend> make_cuda_backend(int device_index, int compile_threads) {
     cuda::CudaBackendOptions options;
     options.device_index = device_index;
+    options.compile_threads = compile_threads;
     return std::make_unique<cuda::CudaBackend>(options);
+}
+
+std::unique_ptr<Backend> make_cuda_planning_backend(int device_index) {
+    return std::make_unique<cuda::CudaPlanningBackend>(device_index);
 }
 
 bool cuda_backend_device_available() {
@@ -175,11 +181,41 @@ CudaBackend::~CudaBackend() {
     }
 }
 
-std::vector<std::string> CudaBackend::supported_dtypes() const { return {"float16", "bfloat16", "float32"}; }
+std::vector<std::string> cuda_supported_dtypes() { return {"float16", "bfloat16", "float32"}; }
 
-std::vector<std::string> CudaBackend::supported_ops() const { return {"mm", "addmm", "bmm"}; }
+std::vector<std::string> cuda_supported_ops() { return {"mm", "addmm", "bmm"}; }
 
-CollectionDefaults CudaBackend::collection_defaults() const {
+std::vector<std::string> CudaBackend::supported_dtypes() const { return cuda_supported_dtypes(); }
+
+std::vector<std::string> CudaBackend::supported_ops() const { return cuda_supported_ops(); }
+
+CollectionDefaults CudaBackend::collection_defaults() const { return cuda_collection_defaults(); }
+
+CudaPlanningBackend::CudaPlanningBackend(int device_index) : m_info(read_device_info(device_index)) {}
+
+std::vector<std::string> CudaPlanningBackend::supported_dtypes() const { return cuda_supported_dtypes(); }
+
+std::vector<std::string> CudaPlanningBackend::supported_ops() const { return cuda_supported_ops(); }
+
+CollectionDefaults CudaPlanningBackend::collection_defaults() const { return cuda_collection_defaults(); }
+
+PruneResult CudaPlanningBackend::prune(const std::vector<core::GemmConfig>&, const Problem&) const {
+    throw core::Error("cuda backend", "the planning backend measures nothing (prune)");
+}
+
+void CudaPlanningBackend::prepare(const Problem&, std::uint64_t) {
+    throw core::Error("cuda backend", "the planning backend measures nothing (prepare)");
+}
+
+Timing CudaPlanningBackend::time(const Problem&, const core::GemmConfig&, const TimingOptions&) {
+    throw core::Error("cuda backend", "the planning backend measures nothing (time)");
+}
+
+Timing CudaPlanningBackend::time_reference(const Problem&, const TimingOptions&) {
+    throw core::Error("cuda backend", "the planning backend measures nothing (time_reference)");
+}
+
+CollectionDefaults cuda_collection_defaults() {
     CollectionDefaults d;
     // Every timed run starts from a flushed L2, so runs are independent and a short warmup
     // (module load, clocks up) suffices; NOTES_cuda.md has the repeatability measurements.
@@ -240,9 +276,11 @@ void CudaBackend::precompile(const std::vector<KernelSpec>& specs) {
 
 KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& problem) const {
     KernelSpec spec = make_spec(config, problem);
+    spec.test_fault = test_fault_requested(config);
     if (m_frag_pipeline >= 0 && spec.math != MathPath::fma && spec.num_stages >= 2)
         spec.frag_pipeline = m_frag_pipeline == 1;
-    if (m_wgmma) select_wgmma(spec, limits(), m_wgmma_cluster);
+    // The injected fault exists in the classic template only: a faulting config stays on it.
+    if (m_wgmma && !spec.test_fault) select_wgmma(spec, limits(), m_wgmma_cluster);
     return spec;
 }
 
@@ -449,9 +487,24 @@ Timing CudaBackend::time(const Problem& problem, const core::GemmConfig& config,
         throw core::Error("cuda backend", "time() called for a problem that was not prepared");
     const KernelSpec spec = spec_for(config, problem);
     if (auto reason = unsupported_reason(spec, limits())) throw core::Error("kernel " + spec_name(spec), *reason);
-    LoadedKernel& k = load_verified(spec);
-    const GemmOperands ops{m_a.get(), m_b.get(), m_c.get(), m_bias.get()};
-    Timing t = m_timer->time([&] { launch(spec, k, problem, ops); }, options);
+    Timing t;
+    try {
+        LoadedKernel& k = load_verified(spec);
+        const GemmOperands ops{m_a.get(), m_b.get(), m_c.get(), m_bias.get()};
+        t = m_timer->time([&] { launch(spec, k, problem, ops); }, options);
+    } catch (const DeviceFault& e) {
+        // Every launch of time() is synchronised before it returns, so the fault is this kernel's.
+        throw DeviceFault("kernel " + spec_name(spec), e.what());
+    } catch (const core::Error&) {
+        // A fault may surface first as another library's error (cuBLAS during verification):
+        // a sticky error on the stream makes it the DeviceFault it is.
+        try {
+            CUDA_CHECK(driver().cuStreamSynchronize(m_stream));
+        } catch (const DeviceFault& e) {
+            throw DeviceFault("kernel " + spec_name(spec), e.what());
+        }
+        throw;
+    }
     spdlog::debug("cuda: {} {:.4f} ms (min {:.4f}, max {:.4f}, spread {:.1f}%)", spec_name(spec), t.median_ms,
                   t.min_ms, t.max_ms, t.median_ms > 0 ? 100.0 * (t.max_ms - t.min_ms) / t.median_ms : 0.0);
     return t;

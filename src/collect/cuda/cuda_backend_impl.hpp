@@ -42,6 +42,11 @@ struct CudaBackendOptions {
     int wgmma_cluster = 1;
 };
 
+/// What the CUDA backend supports and suggests, without a device.
+std::vector<std::string> cuda_supported_dtypes();
+std::vector<std::string> cuda_supported_ops();
+CollectionDefaults cuda_collection_defaults();
+
 /// Counters over the backend's life.
 struct CudaBackendStats {
     KernelCacheStats cache;
@@ -137,6 +142,28 @@ private:
     mutable std::unordered_set<std::string> m_tf32_problems;
 
     CudaBackendStats m_stats;
+};
+
+/// Plans a collection on a device without creating a context (cuDeviceGetName and the
+/// attributes need none): the parent of `collect`'s worker processes holds no context and
+/// no NVRTC workers. It measures nothing: prune, prepare and time throw.
+class CudaPlanningBackend final : public Backend {
+public:
+    explicit CudaPlanningBackend(int device_index);
+
+    std::string name() const override { return "cuda"; }
+    std::string hardware_name() const override { return m_info.name; }
+    std::vector<std::string> supported_dtypes() const override;
+    std::vector<std::string> supported_ops() const override;
+    CollectionDefaults collection_defaults() const override;
+    PruneResult prune(const std::vector<core::GemmConfig>& configs, const Problem& problem) const override;
+    void prepare(const Problem& problem, std::uint64_t seed) override;
+    Timing time(const Problem& problem, const core::GemmConfig& config, const TimingOptions& options) override;
+    Timing time_reference(const Problem& problem, const TimingOptions& options) override;
+    double timed_kernel_seconds() const override { return 0.0; }
+
+private:
+    DeviceInfo m_info;
 };
 
 }  // namespace mmt::collect::cuda

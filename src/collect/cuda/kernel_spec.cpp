@@ -282,6 +282,7 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_WG_N", s.wg_n);
         def("MMT_CLUSTER_M", s.cluster_m);
     }
+    if (s.test_fault) def("MMT_TEST_FAULT", 1);
     return o.str();
 }
 
@@ -291,7 +292,7 @@ std::string spec_name(const KernelSpec& s) {
       << 'x' << s.block_n << 'x' << s.block_k << "_g" << s.group_m << "_s" << s.num_stages << "_w" << s.num_warps
       << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "")
       << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
-      << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "");
+      << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "") << (s.test_fault ? "_TESTFAULT" : "");
     return o.str();
 }
 

@@ -62,6 +62,9 @@ struct KernelSpec {
     /// wgmma path: CTAs per cluster along M (1 or 2); a cluster's CTAs share their B tile
     /// through TMA multicast.
     int cluster_m = 1;
+    /// Test only (MMT_TEST_FAULT_CONFIG): the kernel writes through an illegal address.
+    /// Part of the prelude, so a faulting kernel never shares a cache entry with a sound one.
+    bool test_fault = false;
 };
 
 /// Register estimate up to which make_spec() enables KernelSpec::frag_pipeline.
