@@ -1,11 +1,17 @@
-// recommend's fast path on CPU: the time to build a problem's candidate configs (set per
-// problem as Inductor does), predict them all with a loaded model and keep the top K.
-// Goal: under 1 ms for 1,000+ configs (EXHAUSTIVE: 1875) once the model is loaded.
+// recommend's ranking latency on CPU, once the model is loaded: for one problem, the
+// features of every config of the search space, the forward pass and the top-K.
+// Goal: under 1 ms for 1,000+ configs (EXHAUSTIVE: 1875).
 //
-//   recommend_bench [--model M.pt] [--iterations N] [--m M --n N --k K]
+//   recommend_bench [--model M.pt]... [--iterations N] [--m M --n N --k K] [--top-k K]
 //
-// Without --model it trains throwaway base and deep models for one epoch on a synthetic
-// dataset: the ranking time depends on the architecture, not on the weights.
+// Two paths per model and space:
+//   ranker     model::ConfigRanker, the space prepared once (what recommend and export-lut
+//              --shapeset run when no backend prunes the space)
+//   per-call   candidate_configs + top_k_configs, the space built and predicted through
+//              LibTorch for every problem (what runs when a backend prunes the space)
+// Without --model it trains throwaway models of the architecture `train` builds by default
+// and of torch-diode's two architectures, one epoch on a synthetic dataset: the ranking time
+// depends on the architecture, not on the weights. Problems cycle through a few shapes.
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +26,7 @@
 
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/model/config_ranker.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
 #include "matmul_toolkit/model/trainer.hpp"
@@ -29,16 +36,17 @@ namespace {
 using namespace mmt;
 using Clock = std::chrono::steady_clock;
 
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
+std::string first_line_of(const char* path, const char* prefix) {
+    std::ifstream in(path);
     std::string line;
     while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
+        if (prefix == nullptr) return line;
+        if (line.rfind(prefix, 0) == 0) {
             const auto colon = line.find(':');
             if (colon != std::string::npos) return line.substr(colon + 2);
         }
     }
-    return "unknown CPU";
+    return "unknown";
 }
 
 /// A few problems timed with a made-up law (padded flops over a throughput plus a
@@ -62,9 +70,9 @@ core::Dataset synthetic_dataset() {
     return dataset;
 }
 
-model::Predictor throwaway_model(model::ModelType type) {
+model::Predictor throwaway_model(const model::ModelSpec& spec) {
     model::TrainOptions options;
-    options.model.type = type;
+    options.model = spec;
     options.num_epochs = 1;
     options.batch_size = 64;
     options.device = "cpu";
@@ -73,87 +81,129 @@ model::Predictor throwaway_model(model::ModelType type) {
 
 struct Stats {
     double median_ms;
-    double p90_ms;
+    double p99_ms;
     double min_ms;
+    int runs;
 };
 
-/// Runs `body` (after a tenth as many warm-up runs) and returns its latency distribution.
+/// Runs `body(i)` `iterations` times after warm-up runs and returns its latency
+/// distribution; slow bodies (over 5 ms) get 100 runs, enough for a p99.
 template <typename Body>
 Stats measure(int iterations, Body&& body) {
-    std::vector<double> samples;
-    const int warmup = iterations / 10 + 3;
-    for (int i = 0; i < warmup + iterations; ++i) {
+    auto time_once = [&](int i) {
         const auto start = Clock::now();
-        body();
-        const std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
-        if (i >= warmup) samples.push_back(elapsed.count());
-    }
+        body(i);
+        return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    };
+    double first = 0.0;
+    for (int i = 0; i < 5; ++i) first = time_once(i);
+    if (first > 5.0) iterations = std::min(iterations, 100);
+    std::vector<double> samples;
+    samples.reserve(static_cast<std::size_t>(iterations));
+    for (int i = 0; i < iterations; ++i) samples.push_back(time_once(i));
     std::sort(samples.begin(), samples.end());
-    return {samples[samples.size() / 2], samples[samples.size() * 9 / 10], samples.front()};
+    const auto at = [&](double q) {
+        return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * static_cast<double>(samples.size())))];
+    };
+    return {at(0.5), at(0.99), samples.front(), iterations};
 }
 
-void report(const std::string& label, const model::Predictor& predictor, const core::MMShape& shape,
-            int iterations) {
+struct Problem {
+    std::string op_key;
+    core::MMShape shape;
+};
+
+void report(const std::string& label, const model::Predictor& predictor, const std::vector<Problem>& problems,
+            int iterations, std::size_t top_k) {
     std::printf("%s\n", label.c_str());
     for (auto space : {collect::SearchSpace::default_space, collect::SearchSpace::exhaustive}) {
+        model::ConfigRanker ranker(predictor, space);
         model::CandidateOptions options;
         options.space = space;
-        const auto configs = model::candidate_configs("mm", shape, options);
         std::size_t sink = 0;
-        const auto total = measure(iterations, [&] {
-            const auto candidates = model::candidate_configs("mm", shape, options);
-            sink += model::top_k_configs(predictor, "mm", shape, candidates, 10).size();
+        const auto& pick = [&](int i) -> const Problem& { return problems[static_cast<std::size_t>(i) % problems.size()]; };
+        const auto fast = measure(iterations, [&](int i) {
+            sink += ranker.top_k(pick(i).op_key, pick(i).shape, top_k).size();
         });
-        const auto candidates = measure(iterations, [&] {
-            sink += model::candidate_configs("mm", shape, options).size();
-        });
-        const auto predict = measure(iterations, [&] {
-            sink += predictor.predict_log_ms("mm", shape, configs).size();
+        const auto per_call = measure(iterations, [&](int i) {
+            const auto candidates = model::candidate_configs(pick(i).op_key, pick(i).shape, options);
+            sink += model::top_k_configs(predictor, pick(i).op_key, pick(i).shape, candidates, top_k).size();
         });
         if (sink == 0) std::abort();
-        std::printf("  %-10s %5zu configs  recommend median %8.3f ms (p90 %8.3f, min %8.3f)  "
-                    "%7.0f configs/ms | candidates %7.3f ms | features+forward %8.3f ms\n",
-                    collect::search_space_name(space).c_str(), configs.size(), total.median_ms,
-                    total.p90_ms, total.min_ms, double(configs.size()) / total.median_ms,
-                    candidates.median_ms, predict.median_ms);
+        const std::string name = collect::search_space_name(space);
+        std::printf("  %-10s %5zu configs  ranker   median %7.3f ms  p99 %7.3f  min %7.3f  (%4d runs) %6.0f configs/ms\n",
+                    name.c_str(), ranker.size(), fast.median_ms, fast.p99_ms, fast.min_ms, fast.runs,
+                    double(ranker.size()) / fast.median_ms);
+        std::printf("  %-10s %5s          per-call median %7.3f ms  p99 %7.3f  min %7.3f  (%4d runs)\n", "", "",
+                    per_call.median_ms, per_call.p99_ms, per_call.min_ms, per_call.runs);
     }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string model_path;
-    int iterations = 200;
-    std::int64_t m = 1024, n = 1024, k = 1024;
+    std::vector<std::string> model_paths;
+    int iterations = 1000;
+    std::size_t top_k = 10;
+    std::int64_t m = 0, n = 0, k = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
-        if (flag == "--model") model_path = argv[i + 1];
-        else if (flag == "--iterations") iterations = std::max(10, std::atoi(argv[i + 1]));
+        if (flag == "--model") model_paths.push_back(argv[i + 1]);
+        else if (flag == "--iterations") iterations = std::max(100, std::atoi(argv[i + 1]));
+        else if (flag == "--top-k") top_k = static_cast<std::size_t>(std::max(1, std::atoi(argv[i + 1])));
         else if (flag == "--m") m = std::atoll(argv[i + 1]);
         else if (flag == "--n") n = std::atoll(argv[i + 1]);
         else if (flag == "--k") k = std::atoll(argv[i + 1]);
         else {
-            std::fprintf(stderr, "usage: %s [--model M.pt] [--iterations N] [--m M --n N --k K]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--model M.pt]... [--iterations N] [--top-k K] [--m M --n N --k K]\n",
+                         argv[0]);
             return 2;
         }
     }
+    if (argc % 2 == 0) {
+        std::fprintf(stderr, "usage: %s [--model M.pt]... [--iterations N] [--top-k K] [--m M --n N --k K]\n", argv[0]);
+        return 2;
+    }
     try {
-        std::printf("recommend ranking latency (candidates + predict + top-10), mm %lldx%lldx%lld "
-                    "float32, %d timed runs\n",
-                    static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
-                    iterations);
-        std::printf("machine: %s, %u hardware threads\n", cpu_model().c_str(),
-                    std::thread::hardware_concurrency());
-        const auto shape = core::make_shape(1, m, n, k, "float32");
-        if (!model_path.empty()) {
-            const auto predictor = model::Predictor::load(model_path, "cpu");
-            report(model_path + " (" + predictor.info().spec.describe() + ")", predictor, shape, iterations);
-            return 0;
+        std::vector<Problem> problems;
+        if (m > 0 && n > 0 && k > 0) {
+            problems.push_back({"mm", core::make_shape(1, m, n, k, "float16")});
+        } else {
+            // Transformer-like problems: decode and prefill token counts, an attention bmm.
+            problems = {{"mm", core::make_shape(1, 1, 4096, 4096, "float16")},
+                        {"mm", core::make_shape(1, 2048, 11008, 4096, "bfloat16")},
+                        {"addmm", core::make_shape(1, 512, 3072, 768, "float16")},
+                        {"mm_nt", core::make_shape(1, 8192, 1024, 4096, "bfloat16")},
+                        {"bmm", core::make_shape(32, 2048, 2048, 128, "float16")},
+                        {"mm", core::make_shape(1, 127, 333, 4097, "float32")}};
         }
-        for (auto type : {model::ModelType::base, model::ModelType::deep}) {
-            const auto predictor = throwaway_model(type);
-            report(predictor.info().spec.describe(), predictor, shape, iterations);
+        std::printf("recommend ranking latency on CPU: top-%zu of a search space per problem, %zu problem "
+                    "shape(s) in turn, up to %d timed runs\n",
+                    top_k, problems.size(), iterations);
+        std::printf("machine: %s, %u hardware threads, load average %s\n",
+                    first_line_of("/proc/cpuinfo", "model name").c_str(), std::thread::hardware_concurrency(),
+                    first_line_of("/proc/loadavg", nullptr).c_str());
+        if (!model_paths.empty()) {
+            for (const auto& path : model_paths) {
+                const auto predictor = model::Predictor::load(path, "cpu");
+                report(path + " (" + predictor.info().spec.describe() + ")", predictor, problems, iterations, top_k);
+            }
+        } else {
+            model::ModelSpec deep;
+            deep.type = model::ModelType::deep;
+            deep.hidden_dim = 128;
+            deep.num_layers = 10;
+            model::ModelSpec diode_base;
+            diode_base.type = model::ModelType::base;
+            diode_base.hidden_dims = {256, 512, 256, 128, 64};
+            const std::pair<const char*, model::ModelSpec> specs[] = {
+                {"train's default", model::ModelSpec{}}, {"torch-diode deep", deep}, {"torch-diode base", diode_base}};
+            for (const auto& [what, spec] : specs) {
+                const auto predictor = throwaway_model(spec);
+                report(std::string(what) + ": " + spec.describe(), predictor, problems, iterations, top_k);
+            }
         }
+        std::printf("load average after: %s\n", first_line_of("/proc/loadavg", nullptr).c_str());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;

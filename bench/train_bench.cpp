@@ -3,7 +3,7 @@
 //   train_bench [--device cpu|cuda] [--problems N] [--epochs E] [--iterations I]
 //
 // 1. Training rows per second per epoch (batch 64, the whole dataset as tensors on the
-//    device) for the default base and deep architectures, on a synthetic dataset of
+//    device) for train's default architecture and torch-diode's base and deep, on a synthetic dataset of
 //    N problems × 48 configs whose times follow a made-up law.
 // 2. The time to predict (rank) 1,000 configs of one problem on CPU with a loaded model,
 //    for the defaults and for smaller architectures: the recommend fast path's core.
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
 
         std::printf("\ntraining throughput: %d problems x 48 configs, batch 64, %d epochs (median epoch)\n",
                     problems, epochs);
-        for (const auto& s : {spec(model::ModelType::base, {256, 512, 256, 128, 64}, 0, 0),
+        for (const auto& s : {model::ModelSpec{}, spec(model::ModelType::base, {256, 512, 256, 128, 64}, 0, 0),
                               spec(model::ModelType::deep, {}, 128, 10)}) {
             model::TrainOptions options;
             options.model = s;

@@ -23,7 +23,7 @@ OPS=${OPS:-mm addmm bmm}
 SEARCH_SPACE=${SEARCH_SPACE:-DEFAULT}
 WARMUP=${WARMUP:-}
 REPEAT=${REPEAT:-}
-MODEL_TYPE=${MODEL_TYPE:-deep}
+MODEL_TYPE=${MODEL_TYPE:-}               # empty: train's default (base 64,32); base | deep
 NUM_EPOCHS=${NUM_EPOCHS:-20}
 BATCH_SIZE=${BATCH_SIZE:-64}
 RECOMMEND_SHAPESET=${RECOMMEND_SHAPESET:-$ROOT/data/shapesets/example_shapes.json}
@@ -104,8 +104,10 @@ if step collect "$MMT" "${global[@]}" collect --num-shapes "$NUM_SHAPES" --outpu
   hardware=${summary#*: }
 fi
 
+architecture=()
+[[ -n $MODEL_TYPE ]] && architecture=(--model-type "$MODEL_TYPE")
 if [[ -f $train_dataset ]] && step train "$MMT" "${global[@]}" train --dataset "$train_dataset" \
-  --model "$model" --model-type "$MODEL_TYPE" --num-epochs "$NUM_EPOCHS" --batch-size "$BATCH_SIZE" \
+  --model "$model" "${architecture[@]}" --num-epochs "$NUM_EPOCHS" --batch-size "$BATCH_SIZE" \
   --log-dir "$log_dir"; then
   metric[training_rows_per_second]=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "rows_per_second") c = i; next }
     c && $c != "" { s += $c; n++ } END { if (n) printf "%.1f\n", s / n }' "$log_dir/training_history.csv" 2>/dev/null || true)
@@ -158,7 +160,7 @@ printf '  "hardware": %s,\n' "$(if [[ -n $hardware ]]; then json_string "$hardwa
 printf '%s' "$fields"
 printf '  "seed": %s,\n  "num_shapes": %s,\n  "validation_shapes": %s,\n  "num_epochs": %s,\n' \
   "$SEED" "$NUM_SHAPES" "$VALIDATION_SHAPES" "$NUM_EPOCHS"
-printf '  "model_type": %s,\n  "recommend_search_space": %s,\n' "$(json_string "$MODEL_TYPE")" \
+printf '  "model_type": %s,\n  "recommend_search_space": %s,\n' "$(json_string "${MODEL_TYPE:-default}")" \
   "$(json_string "$RECOMMEND_SEARCH_SPACE")"
 printf '  "missing": [%s]\n}\n' "$missing_list"
 

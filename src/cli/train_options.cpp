@@ -51,10 +51,12 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
         cmd.add_option("--model", o.model, "Where to save the trained model (.pt)")->capture_default_str();
     }
     cmd.add_option("--model-type", o.model_type,
-                   "base: Linear-ReLU-BatchNorm-Dropout blocks; deep: residual blocks")
+                   "base: Linear-ReLU-BatchNorm-Dropout blocks (the default, hidden 64,32, ranks "
+                   "1875 configs in well under 1 ms on CPU); deep: torch-diode's residual blocks")
         ->check(CLI::IsMember({"base", "deep"}))
         ->capture_default_str();
-    cmd.add_option("--hidden-dims", o.hidden_dims, "Hidden sizes of the base model, comma-separated")
+    cmd.add_option("--hidden-dims", o.hidden_dims,
+                   "Hidden sizes of the base model, comma-separated (torch-diode's: 256,512,256,128,64)")
         ->capture_default_str();
     cmd.add_option("--hidden-dim", o.hidden_dim, "Width of the deep model's residual blocks")->capture_default_str();
     cmd.add_option("--num-layers", o.num_layers, "Residual blocks of the deep model")->capture_default_str();

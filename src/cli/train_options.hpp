@@ -18,8 +18,9 @@ namespace mmt::cli {
 
 struct TrainCliOptions {
     std::string model = "matmul_model.pt";
-    std::string model_type = "deep";
-    std::string hidden_dims = "256,512,256,128,64";
+    // The library's default architecture (model::ModelSpec): base 64,32.
+    std::string model_type = "base";
+    std::string hidden_dims = "64,32";
     int hidden_dim = 128;
     int num_layers = 10;
     double dropout = 0.2;

@@ -7,10 +7,12 @@
 namespace mmt::model {
 namespace {
 
-TEST(ModelSpec, DefaultsFollowTorchDiode) {
+// The default is a small base model (fast enough to rank 1875 configs in well under a
+// millisecond); --model-type deep keeps torch-diode's DeepMatmulTimingModel sizes.
+TEST(ModelSpec, DefaultsAreASmallBaseModelAndTorchDiodesDeepSizes) {
     const ModelSpec spec;
-    EXPECT_EQ(spec.type, ModelType::deep);
-    EXPECT_EQ(spec.hidden_dims, (std::vector<int>{256, 512, 256, 128, 64}));
+    EXPECT_EQ(spec.type, ModelType::base);
+    EXPECT_EQ(spec.hidden_dims, (std::vector<int>{64, 32}));
     EXPECT_EQ(spec.hidden_dim, 128);
     EXPECT_EQ(spec.num_layers, 10);
     EXPECT_DOUBLE_EQ(spec.dropout_rate, 0.2);
@@ -38,6 +40,7 @@ TEST(ModelSpec, RejectsBadValuesNamingTheOption) {
     spec.dropout_rate = 1.0;
     EXPECT_THROW(spec.validate(), core::InputError);
     spec = ModelSpec{};
+    spec.type = ModelType::deep;
     spec.hidden_dim = 0;
     EXPECT_THROW(spec.validate(), core::InputError);
     spec = ModelSpec{};
@@ -48,6 +51,8 @@ TEST(ModelSpec, RejectsBadValuesNamingTheOption) {
 
 TEST(ModelSpec, DescribesItself) {
     ModelSpec spec;
+    EXPECT_EQ(spec.describe(), "base (hidden 64,32, dropout 0.2)");
+    spec.type = ModelType::deep;
     EXPECT_EQ(spec.describe(), "deep (10 residual blocks of 128, dropout 0.2)");
     spec.type = ModelType::base;
     spec.hidden_dims = {100, 50};
