@@ -2,34 +2,21 @@
 // with its shard index, and running the task and merge modes by hand (as the array and
 // the merge job would) gives the unsharded problem list.
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "script_runner.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
-struct ScriptResult {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
+using mmt::testing::ScriptResult;
+using mmt::testing::slurp;
 
 std::size_t count(const std::string& text, const std::string& what) {
     std::size_t n = 0;
@@ -47,31 +34,13 @@ std::set<std::string> problems_in(const fs::path& file) {
     return keys;
 }
 
-class SlurmCollect : public ::testing::Test {
+class SlurmCollect : public mmt::testing::ScriptTest {
 protected:
-    void SetUp() override {
-        dir = fs::temp_directory_path() / ("mmt_slurm_" + std::to_string(::getpid()) + "_" +
-                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-    }
-    void TearDown() override {
-        if (!HasFailure()) fs::remove_all(dir);
-    }
+    SlurmCollect() : ScriptTest("mmt_slurm") {}
 
     ScriptResult run(const std::string& env, const std::string& args) {
-        const std::string command = "MMT='" MMT_CLI_PATH "' DEVICE=cpu DATA_DIR='" + dir.string() + "' " + env +
-                                    " bash '" MMT_SOURCE_DIR "/workflows/slurm_collect.sh' " + args + " >'" +
-                                    (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
-        const int status = std::system(command.c_str());
-        ScriptResult r;
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        r.out = slurp(dir / "out.txt");
-        r.err = slurp(dir / "err.txt");
-        return r;
+        return run_script("workflows/slurm_collect.sh", "DEVICE=cpu DATA_DIR='" + dir.string() + "' " + env, args);
     }
-
-    fs::path dir;
 };
 
 const std::string kCollect = "-- --num-shapes 7 --min-size 16 --max-size 48 --warmup 0 --repeat 1 --no-reference";

@@ -1,61 +1,30 @@
 // The bash workflows under workflows/, run on the CPU with tiny sizes (label cli).
 
-#include <sys/wait.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "script_runner.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
-struct ScriptResult {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
+using mmt::testing::ScriptResult;
+using mmt::testing::slurp;
 
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-class WorkflowTest : public ::testing::Test {
+class WorkflowTest : public mmt::testing::ScriptTest {
 protected:
-    void SetUp() override {
-        dir = fs::temp_directory_path() /
-              ("mmt_workflow_" + std::to_string(::getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-    }
-    void TearDown() override {
-        if (!HasFailure()) fs::remove_all(dir);
-    }
+    WorkflowTest() : ScriptTest("mmt_workflow") {}
 
     /// Runs workflows/<script> with `env` (NAME=value ...) on the CPU with tiny sizes.
     ScriptResult run(const std::string& script, const std::string& env) {
-        const std::string command = "MMT='" MMT_CLI_PATH "' DEVICE=cpu NUM_SHAPES=5 VALIDATION_SHAPES=3 "
-                                    "MAX_SIZE=48 NUM_EPOCHS=2 " + env + " bash '" MMT_SOURCE_DIR
-                                    "/workflows/" + script + "' >'" + (dir / "out.txt").string() +
-                                    "' 2>'" + (dir / "err.txt").string() + "'";
-        const int status = std::system(command.c_str());
-        ScriptResult r;
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        r.out = slurp(dir / "out.txt");
-        r.err = slurp(dir / "err.txt");
-        return r;
+        return run_script("workflows/" + script,
+                          "DEVICE=cpu NUM_SHAPES=5 VALIDATION_SHAPES=3 MAX_SIZE=48 NUM_EPOCHS=2 " + env);
     }
-
-    fs::path dir;
 };
 
 TEST_F(WorkflowTest, MatmulWorkflowCollectsTrainsAndValidates) {
