@@ -29,6 +29,7 @@ export TMPDIR="$PWD/$build_dir/tmp"
 mkdir -p "$TMPDIR"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0}
 status=0
 for t in "${targets[@]}"; do
   work="$build_dir/work/$t"

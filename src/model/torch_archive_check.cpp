@@ -200,6 +200,7 @@ private:
             std::uint64_t compressed = u32(pos + 20), uncompressed = u32(pos + 24);
             const std::uint64_t name_len = u16(pos + 28), extra_len = u16(pos + 30), comment_len = u16(pos + 32);
             std::uint64_t start_disk = u16(pos + 34), local = u32(pos + 42);
+            const std::uint64_t external_attributes = u32(pos + 38);
             const std::uint64_t end = pos + 46 + name_len + extra_len + comment_len;
             if (end > cd_limit) refuse("zip central directory entry " + std::to_string(n) + " runs past the directory");
             const std::string_view name = m_bytes.substr(pos + 46, name_len);
@@ -230,11 +231,18 @@ private:
             }
 
             if (name_len == 0 || name_len > kMaxNameLength) refuse("a record name is empty or too long");
+            // torch.save names the folder after the file, so spaces and UTF-8 are fine.
             for (char c : name) {
-                if (c <= 0x20 || c >= 0x7f || c == '\\') refuse("record name " + quoted(name) + " has an odd character");
+                const auto u = static_cast<unsigned char>(c);
+                if (u < 0x20 || u == 0x7f) refuse("record name " + quoted(name) + " has a control character");
             }
             if (!lowered.emplace(lower(name), true).second) refuse("two records are named " + quoted(name));
             if (flags & 0x41) refuse("record " + quoted(name) + " is encrypted");
+            // LibTorch's zip reader hands back a directory's buffer unfilled (found by the
+            // fuzzer: a version record with the DOS directory bit read as garbage).
+            if (name.back() == '/' || (external_attributes & 0x10) != 0) {
+                refuse("record " + quoted(name) + " is marked as a directory");
+            }
             if (method != 0) {
                 refuse("record " + quoted(name) + " is compressed (method " + std::to_string(method) +
                        "); checkpoints store records uncompressed");
@@ -302,6 +310,10 @@ private:
             !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
             refuse("the " + name + " record is not a number");
         }
+        // The archive format versions LibTorch 1.13 reads (torch.save writes 3); LibTorch's
+        // own refusal would leak its zip reader's state.
+        const int version = std::stoi(std::string(v));
+        if (version < 1 || version > 10) refuse("archive format version " + std::to_string(version) + " (1 to 10 are read)");
         if (const Record* order = find("byteorder")) {
             if (m_bytes.substr(order->offset, order->size) != "little") {
                 refuse("the byteorder record is not 'little'");

@@ -107,6 +107,16 @@ TEST(TorchArchiveCheck, TheSeedCheckpointsPassAndLibTorchReadsThem) {
     EXPECT_GE(checked, 3u);
 }
 
+TEST(TorchArchiveCheck, AFolderNamedAfterAFileWithSpacesPasses) {
+    // torch.save names the archive's folder after the file: "my model.pt" -> "my model/".
+    std::string bytes = core::read_file(kCorpus / "python_style.pt");
+    for (auto at = bytes.find("python_style/"); at != std::string::npos; at = bytes.find("python_style/")) {
+        bytes[at + 6] = ' ';
+    }
+    EXPECT_EQ(check_torch_archive(bytes, "x.pt").prefix, "python style");
+    EXPECT_TRUE(torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).isGenericDict());
+}
+
 TEST(TorchArchiveCheck, EveryValueKindOurWriterAndPythonUsePassesAndReadsBack) {
     // SETITEMS, APPENDS, TUPLE1-3, LONG1, BINFLOAT, bools, None, memo of strings
     // and tuples, and a tensor: what LibTorch builds must match what the check accepted.
@@ -168,11 +178,25 @@ TEST(TorchArchiveCheck, ZipStructureLiesAreRefused) {
     moved[central + 42] = static_cast<char>(moved[central + 42] + 1);  // local header offset
     EXPECT_NE(refusal(moved).find("local header"), std::string::npos);
 
+    std::string directory = good;  // the DOS directory bit: LibTorch reads no bytes for it
+    directory[central + 38] = 0x10;
+    EXPECT_NE(refusal(directory).find("marked as a directory"), std::string::npos);
+
     std::string renamed = good;  // the version record moved out of the folder, in both headers
     for (auto at = renamed.find("archive/version"); at != std::string::npos; at = renamed.find("archive/version")) {
         renamed[at] = 'z';
     }
     EXPECT_NE(refusal(renamed).find("not inside the archive's folder"), std::string::npos);
+}
+
+TEST(TorchArchiveCheck, TheVersionRecordMustBeOneLibTorchReads) {
+    std::string bytes = archive(pickle("}"));
+    const auto at = bytes.find("3", bytes.find("archive/version") + 15);  // the record's data
+    ASSERT_NE(at, std::string::npos);
+    bytes[at] = '0';
+    EXPECT_NE(refusal(bytes).find("archive format version 0"), std::string::npos);
+    bytes[at] = 'x';
+    EXPECT_NE(refusal(bytes).find("the version record is not a number"), std::string::npos);
 }
 
 TEST(TorchArchiveCheck, StorageRecordsMustExistAndMatchTheirTensors) {
