@@ -107,6 +107,7 @@ struct Worker {
     std::string buffer;
     long current = -1;  // index into the plan's problems, -1 when idle
     bool alive = false;
+    int crashes = 0;    // workers on this device that died so far
 };
 
 Worker spawn(const WorkerPoolOptions& pool, int device) {
@@ -151,6 +152,10 @@ void reap(pid_t pid) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
 }
+
+// A worker that dies (crash, kill) is replaced this many times per device, so a run on
+// one device survives a crash too; past that the device is left out.
+constexpr int kMaxCrashRestarts = 2;
 
 // Each fault costs a worker restart; a problem that faults this often is kept with what
 // was measured (a device faulting on everything must not restart workers forever).
@@ -384,6 +389,14 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
             }
         }
         w.current = -1;
+        if (w.crashes < kMaxCrashRestarts) {
+            const int crashes = w.crashes + 1;
+            w = start_worker(w.device);
+            w.crashes = crashes;
+            what += "; a new worker takes its place";
+        } else {
+            what += "; no new worker on this device (" + std::to_string(w.crashes + 1) + " died)";
+        }
         spdlog::error("{}", what);
         summary.worker_failures.push_back(what);
     };

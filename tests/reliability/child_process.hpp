@@ -72,6 +72,7 @@ public:
     }
 
     void kill(int sig) const { ::kill(m_pid, sig); }
+    pid_t pid() const { return m_pid; }
     /// True once the child has ended (then wait() returns at once).
     bool finished() {
         if (m_waited) return true;

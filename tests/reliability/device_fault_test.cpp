@@ -3,9 +3,12 @@
 // faulting config is reported and absent, every other config and every problem present,
 // exit 0; in one process the run stops with exit 1 and one error line.
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -128,6 +131,46 @@ TEST_F(DeviceFaults, InOneProcessTheRunStopsWithOneErrorLine) {
     EXPECT_NE(err.find("error: device fault in config 64x64x32"), std::string::npos) << err;
     EXPECT_NE(err.find("run again to resume"), std::string::npos) << err;
     EXPECT_NE(Child::slurp_file(dir / "log/stdout.txt").find("failed 1: device fault"), std::string::npos);
+}
+
+// The processes whose parent is `parent` (from /proc).
+std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> children;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string stat = Child::slurp_file(entry.path() / "stat");
+        const auto close = stat.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(stat.substr(close + 2));
+        char state = 0;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == parent) children.push_back(static_cast<pid_t>(std::stoi(name)));
+    }
+    return children;
+}
+
+TEST_F(DeviceFaults, TheOnlyWorkerKilledMidRunIsReplacedAndTheRunCompletes) {
+    // Larger problems than the fault tests', so the kill lands while one is measured.
+    auto a = args("killed.json", "0");
+    a[8] = "128";   // --min-size
+    a[10] = "192";  // --max-size
+    Child child(a, dir / "log");
+    std::vector<pid_t> workers;
+    for (int i = 0; i < 6000 && workers.empty() && !child.finished(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        workers = children_of(child.pid());
+    }
+    ASSERT_EQ(workers.size(), 1u) << child.err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(workers[0], SIGKILL);
+    const int code = child.wait();
+    const std::string err = child.err();
+    ASSERT_EQ(code, 0) << err;
+    EXPECT_NE(err.find("was killed by signal 9"), std::string::npos) << err;
+    EXPECT_NE(err.find("a new worker takes its place"), std::string::npos) << err;
+    EXPECT_EQ(core::load_dataset(dir / "killed.json").num_problems(), 3u) << child.out();
 }
 
 TEST_F(DeviceFaults, TheSwitchNamesConfigsByBlocksAndOptionalFields) {

@@ -2,7 +2,8 @@
 /// One collection spread over several devices: a worker process per device (each with its
 /// own backend, and on CUDA its own context), problems handed out one at a time to
 /// whichever worker is free, results written by the parent into the usual output files.
-/// A worker that dies is reported and its problem retried once on another worker. A worker
+/// A worker that dies is reported, its problem retried once on another worker, and a new
+/// worker started on its device (at most twice per device). A worker
 /// that reports a device fault is replaced by a fresh process on the same device, and its
 /// problem resumes without the configs already tried (the faulting one is counted failed).
 
