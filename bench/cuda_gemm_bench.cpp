@@ -9,7 +9,8 @@
 // tiles, 4 or 8 warps, 2+ stages and BLOCK_K 32..128: the region where the best config of
 // either kernel lies on large problems, at a sixth of the compile cost), --only TEXT
 // (repeatable: only the problems whose name, e.g. "mm 4096x4096x4096 bf16", contains TEXT),
-// --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast).
+// --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
+// --no-persistent (wgmma kernels with one tile per CTA instead of persistent CTAs).
 
 #include <algorithm>
 #include <array>
@@ -40,6 +41,7 @@ struct Args {
     bool quick = false;
     bool wgmma = true;
     int cluster = 1;
+    bool persistent = true;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -103,8 +105,12 @@ void run_suite(const Args& args) {
     o.cache_dir = cuda::KernelCache::default_disk_dir();
     o.wgmma = args.wgmma;
     o.wgmma_cluster = args.cluster;
+    o.wgmma_persistent = args.persistent;
     cuda::CudaBackend backend(o);
-    const std::string tag = !args.wgmma ? "_no_wgmma" : args.cluster > 1 ? "_cluster" + std::to_string(args.cluster) : "";
+    const std::string tag = !args.wgmma              ? "_no_wgmma"
+                            : args.cluster > 1       ? "_cluster" + std::to_string(args.cluster)
+                            : !args.persistent       ? "_no_persistent"
+                                                     : "";
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
     std::vector<Problem> problems{make_problem("addmm", 1, 4096, 4096, 4096, "bfloat16"),
@@ -143,7 +149,8 @@ void run_suite(const Args& args) {
     std::ostringstream md, csv;
     md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
        << (args.wgmma ? " (wgmma path where the rule admits the config" : " (mma.sync only")
-       << (args.wgmma && args.cluster > 1 ? ", clusters of " + std::to_string(args.cluster) + ")" : ")")
+       << (args.wgmma && args.cluster > 1 ? ", clusters of " + std::to_string(args.cluster) : "")
+       << (args.wgmma && args.cluster == 1 ? (args.persistent ? ", persistent CTAs where they fit)" : ", one tile per CTA)") : ")")
        << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
           "ratio | timed / pruned / screened / failed |\n|---|---|---|---|---|---|---|---|---|\n";
@@ -181,9 +188,10 @@ void run_suite(const Args& args) {
         {
             cuda::KernelSpec spec = cuda::make_spec(ranked[i].config, p);
             const bool wg = args.wgmma && backend.device().cc_major == 9 && backend.device().cc_minor == 0 &&
-                            cuda::select_wgmma(spec, backend.limits(), args.cluster);
+                            cuda::select_wgmma(spec, backend.limits(), args.cluster, args.persistent);
             std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s %s\n", i + 1, describe_config(ranked[i].config).c_str(),
-                        ranked[i].ms, tflops(p, ranked[i].ms), wg ? "wgmma" : "mma.sync");
+                        ranked[i].ms, tflops(p, ranked[i].ms),
+                        !wg ? "mma.sync" : spec.persistent ? "wgmma persistent" : "wgmma");
         }
         // Best DEFAULT config: rank by the screen, confirm its leader.
         Ranked best_default{{}, 1e30};
@@ -392,6 +400,8 @@ int main(int argc, char** argv) {
             args.quick = true;
         else if (a == "--no-wgmma")
             args.wgmma = false;
+        else if (a == "--no-persistent")
+            args.persistent = false;
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
         else if (a == "--large")
@@ -409,7 +419,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--cluster 1|2]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--cluster 1|2] [--no-persistent]\n");
         return 2;
     }
     if (!cuda_backend_device_available()) {

@@ -62,14 +62,18 @@ const std::vector<core::GemmConfig>& wgmma_configs() {
     return configs;
 }
 
-// With and without clusters of two CTAs (TMA multicast of B); the verification problem
-// has 9 rows of tiles, so a cluster's second CTA also runs past the last row.
+// Persistent CTAs (grid capped at 3 CTAs, so each walks several tiles and, for bmm, both
+// batches), one tile per CTA, and clusters of two CTAs (TMA multicast of B); the
+// verification problem has 9 rows of tiles, so a cluster's second CTA also runs past the
+// last row.
 TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
     std::vector<std::string> failures;
-    std::size_t checked = 0;
-    for (const int cluster : {1, 2}) {
+    std::size_t checked = 0, persistent = 0;
+    for (const auto& [cluster, persist] : std::vector<std::pair<int, bool>>{{1, true}, {1, false}, {2, false}}) {
     CudaBackendOptions o = options();
     o.wgmma_cluster = cluster;
+    o.wgmma_persistent = persist;
+    o.wgmma_max_ctas = 3;
     CudaBackend backend(o);
     for (const std::string dtype : {"float16", "bfloat16"})
         for (const std::string op : {"mm", "addmm", "bmm"})
@@ -78,9 +82,10 @@ TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
                 backend.prune(wgmma_configs(), p);  // queues the compiles on the worker processes
                 for (const auto& c : wgmma_configs()) {
                     KernelSpec spec = make_spec(c, p);
-                    if (!select_wgmma(spec, backend.limits(), cluster)) continue;
+                    if (!select_wgmma(spec, backend.limits(), cluster, persist)) continue;
                     const Verification v = backend.verify(spec);
                     ++checked;
+                    persistent += spec.persistent ? 1 : 0;
                     if (!v.passed) failures.push_back(spec_name(spec) + ": " + v.message);
                 }
             }
@@ -88,16 +93,19 @@ TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
     std::string listed;
     for (std::size_t i = 0; i < failures.size() && i < 60; ++i) listed += "\n  " + failures[i];
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checked << " wrong:" << listed;
-    EXPECT_GE(checked, 300u);
+    EXPECT_GE(checked, 450u);
+    EXPECT_GE(persistent, 150u);
 }
 
 // The path the collection takes (prune, time, the launch with tensor maps) on a ragged
 // problem larger than the verification one, with and without the wgmma option.
 TEST_F(CudaWgmmaTest, TimedProblemMatchesCublasOnBothPaths) {
-    for (const auto& [wgmma, cluster] : std::vector<std::pair<bool, int>>{{true, 1}, {true, 2}, {false, 1}}) {
+    for (const auto& [wgmma, cluster] : std::vector<std::pair<bool, int>>{{true, 1}, {true, 2}, {false, 1}, {true, 0}}) {
         CudaBackendOptions o = options();
         o.wgmma = wgmma;
-        o.wgmma_cluster = cluster;
+        // cluster 0: one tile per CTA (no persistence); 1: persistent CTAs, the default.
+        o.wgmma_cluster = std::max(cluster, 1);
+        o.wgmma_persistent = cluster != 0;
         CudaBackend backend(o);
         const Problem p = problem(1, 1000, 1064, 776, "bfloat16", "addmm", "nn");
         backend.prepare(p, 7);
@@ -112,6 +120,8 @@ TEST_F(CudaWgmmaTest, TimedProblemMatchesCublasOnBothPaths) {
         for (std::size_t i = 0; i < ref.size(); ++i)
             worst = std::max(worst, std::fabs(static_cast<double>(ours[i]) - ref[i]) / (1.0 + std::fabs(ref[i])));
         EXPECT_LT(worst, 2e-2) << (wgmma ? "wgmma, cluster " + std::to_string(cluster) : "mma.sync");
+        // Stale tiles would pass as zeros nowhere: the output is the product, not a leftover.
+        EXPECT_GT(std::fabs(ours[ours.size() / 2]), 1.0f);
     }
 }
 

@@ -249,5 +249,50 @@ TEST(CudaKernelSpec, WgmmaSpecsHaveTheirOwnKeyAndArch) {
     EXPECT_EQ(nvrtc_arch(10, 0), "sm_100");
 }
 
+TEST(CudaKernelSpec, PersistentWgmmaSpecsWhereTheirSharedMemoryFits) {
+    const auto p = problem(1, 2552, 10616, 7616, "bfloat16");
+    const auto mma = make_spec(config(256, 128, 64, 4, 8), p);
+    auto one_tile = mma, persistent = mma;
+    ASSERT_TRUE(select_wgmma(one_tile, kH100));
+    ASSERT_TRUE(select_wgmma(persistent, kH100, 1, true));
+    EXPECT_FALSE(one_tile.persistent);
+    EXPECT_TRUE(persistent.persistent);
+    EXPECT_NE(spec_key(persistent), spec_key(one_tile));
+    EXPECT_NE(kernel_prelude(persistent).find("#define MMT_PERSISTENT 1\n"), std::string::npos);
+    EXPECT_NE(kernel_prelude(one_tile).find("#define MMT_PERSISTENT 0\n"), std::string::npos);
+    EXPECT_EQ(spec_name(persistent), "bf16_mm_nn_256x128x64_g8_s4_w8_v8.8.2_wgmma_p");
+    // Stages (4 x 48 KiB) plus 32 rows of 136 elements per warpgroup, instead of the
+    // 256 x 136 C tile aliasing the stages.
+    EXPECT_EQ(shared_bytes(persistent), 1024u + 4 * 49152 + 2 * 32 * 136 * 2 + 24 * 4);
+    EXPECT_EQ(shared_bytes(one_tile), 1024u + 4 * 49152 + 24 * 4);
+    // 128 x 256 x 64, 4 stages, two warpgroups of 64 x 256: 1024 + 196608 + 2 * 32 * 264 * 2 fits 227 KiB.
+    auto wide = make_spec(config(128, 256, 64, 4, 8), p);
+    ASSERT_TRUE(select_wgmma(wide, kH100, 1, true));
+    EXPECT_TRUE(wide.persistent);
+    EXPECT_LE(shared_bytes(wide), kH100.max_shared_bytes);
+    // Stages that fill the limit leave no room for the C buffer: one tile per CTA then
+    // (128 x 128 x 64, 7 stages: 224 KiB + 8.5 KiB).
+    auto full = make_spec(config(128, 128, 64, 7, 4), p);
+    ASSERT_TRUE(select_wgmma(full, kH100, 1, true));
+    EXPECT_FALSE(full.persistent);
+    // No persistent clusters.
+    auto clustered = mma;
+    ASSERT_TRUE(select_wgmma(clustered, kH100, 2, true));
+    EXPECT_FALSE(clustered.persistent);
+    // Grid: min(tiles, SMs x resident CTAs); tiles count every batch.
+    EXPECT_EQ(persistent_grid(persistent, 2552, 10616, 1, 132, 1), 132);
+    EXPECT_EQ(persistent_grid(persistent, 300, 200, 1, 132, 1), 4);
+    EXPECT_EQ(persistent_grid(persistent, 300, 200, 40, 132, 1), 132);
+    EXPECT_EQ(persistent_grid(persistent, 1024, 1024, 32, 132, 2), 264);
+    // One 196 KiB CTA per SM; 4-warp 128 x 128 x 64 with 3 stages (~105 KiB): two.
+    EXPECT_EQ(resident_ctas_per_sm(persistent, 168), 1);
+    auto small = make_spec(config(128, 128, 64, 3, 4), p);
+    ASSERT_TRUE(select_wgmma(small, kH100, 1, true));
+    ASSERT_TRUE(small.persistent);
+    EXPECT_EQ(resident_ctas_per_sm(small, 168), 2);
+    // Registers bound too: 255 per thread are 8192 per warp, 8 warps per SM, one 5-warp CTA.
+    EXPECT_EQ(resident_ctas_per_sm(small, 255), 1);
+}
+
 }  // namespace
 }  // namespace mmt::collect::cuda

@@ -175,7 +175,8 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
             p.layout = v.layout;
             p.shape = core::make_shape(v.op == "bmm" ? 3 : 1, 512, 512, 520, v.dtype);
             KernelSpec spec = make_spec(config, p);
-            if (!select_wgmma(spec, h100, next_job % 3 == 1 ? 2 : 1)) continue;
+            // Every third job in clusters of two, every third with persistent CTAs.
+            if (!select_wgmma(spec, h100, next_job % 3 == 1 ? 2 : 1, next_job % 3 == 2)) continue;
             if (unsupported_reason(spec, h100)) continue;
             const bool cubin = next_job % 8 == 0;
             jobs.push_back({spec, cubin ? "sm_90a" : "compute_90a"});
@@ -200,6 +201,7 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
     // K-major swizzles of 32, 64 and 128 bytes, and both two-warpgroup splits.
     EXPECT_TRUE(seen_bk.count("16") && seen_bk.count("32") && seen_bk.count("64")) << seen_bk.size();
     EXPECT_TRUE(seen_warps.count("8m") && seen_warps.count("8n"));
+    EXPECT_GE(std::count_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.spec.persistent; }), 6);
 
     const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
     std::vector<std::unique_ptr<CompileWorker>> processes;
@@ -218,6 +220,7 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
                            std::string::npos &&
                        r.image.find("cp.async.bulk.tensor.3d") != std::string::npos &&
                        (r.image.find(".multicast::cluster") != std::string::npos) == (job.spec.cluster_m == 2) &&
+                       (r.image.find("bar.sync 2, 128") != std::string::npos) == job.spec.persistent &&
                        r.image.find("mma.sync") == std::string::npos;
             if (!good) {
                 std::lock_guard<std::mutex> lock(mutex);

@@ -148,7 +148,9 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
     : m_context(options.device_index),
       m_frag_pipeline(options.frag_pipeline),
       m_wgmma(options.wgmma && m_context.info().cc_major == 9 && m_context.info().cc_minor == 0),
-      m_wgmma_cluster(options.wgmma_cluster) {
+      m_wgmma_cluster(options.wgmma_cluster),
+      m_wgmma_persistent(options.wgmma_persistent),
+      m_wgmma_max_ctas(options.wgmma_max_ctas) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
     if (info.cc_major < 8)
@@ -280,7 +282,7 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     if (m_frag_pipeline >= 0 && spec.math != MathPath::fma && spec.num_stages >= 2)
         spec.frag_pipeline = m_frag_pipeline == 1;
     // The injected fault exists in the classic template only: a faulting config stays on it.
-    if (m_wgmma && !spec.test_fault) select_wgmma(spec, limits(), m_wgmma_cluster);
+    if (m_wgmma && !spec.test_fault) select_wgmma(spec, limits(), m_wgmma_cluster, m_wgmma_persistent);
     return spec;
 }
 
@@ -358,6 +360,11 @@ CudaBackend::LoadedKernel& CudaBackend::load(const KernelSpec& spec) {
         k.shared_bytes = static_cast<unsigned>(shared_bytes(spec));
         CUDA_CHECK(api.cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                           static_cast<int>(k.shared_bytes)));
+        if (spec.math == MathPath::wgmma && spec.persistent) {
+            int registers = 0;
+            CUDA_CHECK(api.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, k.function));
+            k.ctas_per_sm = resident_ctas_per_sm(spec, registers);
+        }
     } catch (...) {
         api.cuModuleUnload(k.module);
         throw;
@@ -381,10 +388,18 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
         // Operands reach the Hopper kernel as TMA tensor maps (__grid_constant__ parameters).
         CUtensorMap map_a, map_b;
         encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
-        void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta};
-        CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_ctas(spec, s.M, s.N)), 1,
-                                           static_cast<unsigned>(s.B), threads_per_block(spec), 1, 1,
-                                           k.shared_bytes, m_stream, wargs, nullptr));
+        int batches = static_cast<int>(s.B);
+        void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta, &batches};
+        // Persistent CTAs walk the tiles of every batch themselves: a 1-D grid.
+        long long ctas = grid_ctas(spec, s.M, s.N);
+        unsigned grid_z = static_cast<unsigned>(s.B);
+        if (spec.persistent) {
+            ctas = persistent_grid(spec, s.M, s.N, s.B, m_context.info().multiprocessors, k.ctas_per_sm);
+            if (m_wgmma_max_ctas > 0) ctas = std::min<long long>(ctas, m_wgmma_max_ctas);
+            grid_z = 1;
+        }
+        CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(ctas), 1, grid_z,
+                                           threads_per_block(spec), 1, 1, k.shared_bytes, m_stream, wargs, nullptr));
         return;
     }
     void* args[] = {&a, &b, &c, &bias, &M, &N, &K, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta};

@@ -40,6 +40,12 @@ struct CudaBackendOptions {
     /// wgmma path: CTAs per cluster along M (1 or 2, TMA multicast of the shared B tile).
     /// 2 measured 0.5x of 1 on H100 (bench/NOTES_cuda.md), hence off.
     int wgmma_cluster = 1;
+    /// wgmma path: persistent CTAs (KernelSpec::persistent) wherever their shared memory
+    /// fits; bench/NOTES_cuda.md has the measurement behind the default.
+    bool wgmma_persistent = true;
+    /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
+    /// small problems too make each CTA walk several tiles.
+    int wgmma_max_ctas = 0;
 };
 
 /// What the CUDA backend supports and suggests, without a device.
@@ -108,6 +114,7 @@ private:
         CUmodule module = nullptr;
         CUfunction function = nullptr;
         unsigned shared_bytes = 0;
+        int ctas_per_sm = 1;  // resident at once (persistent wgmma grids)
         std::optional<Verification> verification;
     };
 
@@ -124,6 +131,8 @@ private:
     int m_frag_pipeline = -1;
     bool m_wgmma = false;  // the option, on an sm_90 device
     int m_wgmma_cluster = 1;
+    bool m_wgmma_persistent = true;
+    int m_wgmma_max_ctas = 0;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
     std::unique_ptr<EventTimer> m_timer;

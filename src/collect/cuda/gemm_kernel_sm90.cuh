@@ -23,6 +23,13 @@
 // Warps: NUM_WARPS consumer warps (the warpgroups above) plus one producer warp, one
 // thread of which issues the TMA copies. Epilogue: the C tile is staged in shared memory
 // and written back in 16-byte pieces, masked to M and N.
+//
+// MMT_PERSISTENT 1: the grid holds at most as many CTAs as fit on the GPU at once; each
+// walks the output tiles (all batches) t = blockIdx.x, + gridDim.x, ... in the same
+// GROUP_M-swizzled order. The stage ring and its barriers run on across tiles, so the
+// producer loads the next tile's first stages while the consumers run the epilogue; C
+// is then staged in a buffer of its own (32 rows per warpgroup at a time), not in the
+// stages.
 
 #define MMT_CAT2(a, b) a##b
 #define MMT_CAT(a, b) MMT_CAT2(a, b)
@@ -51,6 +58,11 @@ constexpr bool ADDMM = MMT_ADDMM != 0;
 #define MMT_CLUSTER_M 1
 #endif
 constexpr int CLUSTER = MMT_CLUSTER_M;
+#ifndef MMT_PERSISTENT
+#define MMT_PERSISTENT 0
+#endif
+constexpr bool PERSISTENT = MMT_PERSISTENT != 0;
+static_assert(!PERSISTENT || CLUSTER == 1, "persistent CTAs run without clusters");
 static_assert(WARPGROUPS * 4 == WARPS && WGS_ALONG_M * (BN / WG_N) == WARPGROUPS, "warpgroup layout");
 static_assert(WG_M % 64 == 0 && WG_N % 8 == 0 && WG_N <= 256, "wgmma shape");
 
@@ -75,7 +87,13 @@ constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int C_PITCH = BN + 8;
 constexpr int C_BYTES = BM * C_PITCH * ELT;
 constexpr int C_ROUNDED = (C_BYTES + ROUND - 1) / ROUND * ROUND;
-constexpr int DATA_BYTES = STAGES * STAGE_BYTES > C_ROUNDED ? STAGES * STAGE_BYTES : C_ROUNDED;
+// Persistent: per warpgroup, 32 rows of its C columns (one row half of an m64 block),
+// rows padded by 8 elements, after the stages.
+constexpr int WG_C_PITCH = WG_N + 8;
+constexpr int WG_C_BYTES = 32 * WG_C_PITCH * ELT;
+constexpr int DATA_BYTES = PERSISTENT ? STAGES * STAGE_BYTES + WARPGROUPS * WG_C_BYTES
+                           : STAGES * STAGE_BYTES > C_ROUNDED ? STAGES * STAGE_BYTES
+                                                              : C_ROUNDED;
 constexpr unsigned TX_BYTES = (BM + BN) * BK * ELT;  // TMA counts zero-filled bytes too
 
 // The 128-byte CUtensorMap of cuda.h (NVRTC has no cuda.h): opaque to the kernel.
@@ -369,6 +387,185 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
 
 }  // namespace
 
+#if MMT_PERSISTENT
+namespace {
+
+// Output tile `t` (of all batches) in GROUP_M-swizzled order, as the one-tile-per-CTA
+// kernel maps blockIdx.
+__device__ __forceinline__ void tile_coords(int t, int grid_m, int grid_n, int& m_base, int& n_base, int& batch) {
+    const int per_batch = grid_m * grid_n;
+    batch = t / per_batch;
+    const int pid = t - batch * per_batch;
+    const int width = GROUP_M * grid_n;
+    const int group_id = pid / width;
+    const int group_size = min(grid_m - group_id * GROUP_M, GROUP_M);
+    m_base = (group_id * GROUP_M + (pid % group_size)) * BM;
+    n_base = ((pid % width) / group_size) * BN;
+}
+
+// Barrier of one warpgroup's 128 threads (ids 2 and 3; 1 is the consumers' barrier):
+// immediate ids, so ptxas reserves only these.
+__device__ __forceinline__ void warpgroup_sync(int warpgroup) {
+    if (warpgroup == 0)
+        asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    else
+        asm volatile("bar.sync 3, 128;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const TensorMap& map_b, elem_t* __restrict__ c,
+                                                const elem_t* __restrict__ bias, int M, int N, int K, long long ldc,
+                                                long long stride_c, float alpha, float beta, int batches,
+                                                unsigned char* smem_raw) {
+    const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned full_bar = base + DATA_BYTES;
+    const unsigned empty_bar = full_bar + STAGES * 8;
+    const int grid_m = (M + BM - 1) / BM;
+    const int grid_n = (N + BN - 1) / BN;
+    const int tiles = grid_m * grid_n * batches;
+    const int tid = threadIdx.x;
+    const int k_tiles = (K + BK - 1) / BK;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_bar + 8 * s, 1);
+            mbar_init(empty_bar + 8 * s, THREADS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (tid >= THREADS) {
+        // The producer runs through every tile's k-tiles without a break: it refills a
+        // stage as soon as the consumers release it, the next tile's included.
+        if (tid == THREADS) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map_a)) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map_b)) : "memory");
+            int slot = 0, issued = 0;
+            unsigned phase = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int m_base, n_base, batch;
+                tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
+                for (int kt = 0; kt < k_tiles; ++kt, ++issued) {
+                    if (issued >= STAGES) mbar_wait(empty_bar + 8 * slot, phase ^ 1);
+                    load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, kt, m_base, n_base,
+                               batch, 0);
+                    if (++slot == STAGES) {
+                        slot = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+        return;
+    }
+
+    const int warpgroup = tid / 128;
+    const int wg_m0 = (warpgroup % WGS_ALONG_M) * WG_M;
+    const int wg_n0 = (warpgroup / WGS_ALONG_M) * WG_N;
+    const int lane = tid & 31;
+    const int warp_in_wg = (tid / 32) & 3;
+    const int tid_in_wg = tid & 127;
+    const unsigned cbuf = base + STAGES * STAGE_BYTES + warpgroup * WG_C_BYTES;
+    const bool wide =
+        (ldc % 8) == 0 && (reinterpret_cast<unsigned long long>(c) % 16) == 0 && (batches == 1 || stride_c % 8 == 0);
+    float acc[MT][ACC];
+    int slot = 0;
+    unsigned phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int m_base, n_base, batch;
+        tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            mbar_wait(full_bar + 8 * slot, phase);
+            const unsigned sa = base + slot * STAGE_BYTES;
+            const unsigned sb = sa + A_BYTES;
+#pragma unroll
+            for (int i = 0; i < MT; ++i) pin(acc[i]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; ++kk) {
+                const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
+#pragma unroll
+                for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(sa, wg_m0 + 64 * i, kk), db);
+            }
+            wgmma_commit();
+#pragma unroll
+            for (int i = 0; i < MT; ++i) pin(acc[i]);
+            wgmma_wait<1>();
+#pragma unroll
+            for (int i = 0; i < MT; ++i) pin(acc[i]);
+            if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
+            if (++slot == STAGES) {
+                slot = 0;
+                phase ^= 1;
+            }
+        }
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < MT; ++i) pin(acc[i]);
+        // The tile's last stage is free now: the producer may refill it during the epilogue.
+        if (k_tiles > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
+
+        // Epilogue, per warpgroup and row half of each m64 block: 32 rows (rows 16w + lane/4
+        // + 8h of the block, buffer row 8w + lane/4) through the warpgroup's buffer.
+        elem_t* cb = c + static_cast<long long>(batch) * stride_c;
+        constexpr int CHUNKS = WG_N / 8;
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                // The previous pass's reads of the buffer are done.
+                warpgroup_sync(warpgroup);
+                const int rb = 8 * warp_in_wg + (lane >> 2);
+#pragma unroll
+                for (int j = 0; j < WG_N / 8; ++j) {
+                    const int col = 8 * j + 2 * (lane & 3);
+                    float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
+                    if constexpr (ADDMM) {
+                        const int n = n_base + wg_n0 + col;
+                        v0 = alpha * v0 + (n < N ? beta * to_float(bias[n]) : 0.f);
+                        v1 = alpha * v1 + (n + 1 < N ? beta * to_float(bias[n + 1]) : 0.f);
+                    }
+                    const unsigned pair = (unsigned)from_float(v0) | ((unsigned)from_float(v1) << 16);
+                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(cbuf + (rb * WG_C_PITCH + col) * ELT), "r"(pair)
+                                 : "memory");
+                }
+                warpgroup_sync(warpgroup);
+#pragma unroll
+                for (int u = tid_in_wg; u < 32 * CHUNKS; u += 128) {
+                    const int r = u / CHUNKS, cc = u % CHUNKS;
+                    const int m = m_base + wg_m0 + 64 * i + 16 * (r >> 3) + (r & 7) + 8 * h;
+                    const int n = n_base + wg_n0 + cc * 8;
+                    if (m >= M || n >= N) continue;
+                    unsigned w0, w1, w2, w3;
+                    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                                 : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
+                                 : "r"(cbuf + (r * WG_C_PITCH + cc * 8) * ELT));
+                    elem_t* dst = cb + m * ldc + n;
+                    if (wide && n + 8 <= N) {
+                        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(w0), "r"(w1),
+                                     "r"(w2), "r"(w3)
+                                     : "memory");
+                    } else {
+                        const unsigned w[4] = {w0, w1, w2, w3};
+#pragma unroll
+                        for (int e = 0; e < 8; ++e)
+                            if (n + e < N) dst[e] = static_cast<elem_t>(w[e / 2] >> (16 * (e % 2)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+#endif
+
 // C[b] = A[b] · B[b] (mm, bmm) or alpha · A · B + beta · bias (addmm, bias [N] broadcast
 // over rows). The tensor maps describe A as [batch][M][K] or [batch][K][M] and B as
 // [batch][K][N] or [batch][N][K] in their storage order (innermost first on the host);
@@ -382,11 +579,15 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
 extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
     mmt_gemm(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, elem_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long ldc, long long stride_c, float alpha,
-             float beta) {
+             float beta, int batches) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 #ifdef MMT_TEST_FAULT
     // Test only (as in gemm_kernel.cuh): an illegal address, a sticky fault.
     if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(16ull) = M;
+#endif
+#if MMT_PERSISTENT
+    persistent_gemm(map_a, map_b, c, bias, M, N, K, ldc, stride_c, alpha, beta, batches, smem_raw);
+    return;
 #endif
     // Swizzled boxes and descriptors assume 1024-byte aligned stages (base offset 0).
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;

@@ -179,7 +179,7 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& s, const D
     return std::nullopt;
 }
 
-bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m) {
+bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool persistent) {
     if (cluster_m != 1 && cluster_m != 2) throw core::InputError("cluster_m", "must be 1 or 2");
     if (wgmma_unsupported_reason(s, limits)) return false;
     s.math = MathPath::wgmma;
@@ -187,7 +187,30 @@ bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m) {
     wgmma_tile(s, s.wg_m, s.wg_n);
     s.even_k = false;
     s.frag_pipeline = false;
+    s.persistent = false;
+    if (persistent && cluster_m == 1) {
+        s.persistent = true;
+        if (shared_bytes(s) > limits.max_shared_bytes) s.persistent = false;
+    }
     return true;
+}
+
+int resident_ctas_per_sm(const KernelSpec& s, int registers_per_thread) {
+    constexpr long kSharedPerSm = 233472, kReservedPerCta = 1024, kRegisters = 65536, kThreads = 2048, kCtas = 32;
+    const long threads = threads_per_block(s);
+    const long warps = (threads + 31) / 32;
+    const long regs_per_warp = (std::max(registers_per_thread, 1) * 32L + 255) / 256 * 256;
+    long n = std::min(kCtas, kThreads / threads);
+    n = std::min(n, (kRegisters / regs_per_warp) / warps);
+    n = std::min(n, kSharedPerSm / (static_cast<long>(shared_bytes(s)) + kReservedPerCta));
+    return static_cast<int>(std::max(n, 1L));
+}
+
+long long persistent_grid(const KernelSpec& s, long long M, long long N, long long batches, int multiprocessors,
+                          int ctas_per_sm) {
+    const long long tiles = grid_ctas(s, M, N) * batches;
+    const long long resident = static_cast<long long>(std::max(multiprocessors, 1)) * std::max(ctas_per_sm, 1);
+    return std::max(1LL, std::min(tiles, resident));
 }
 
 long long grid_ctas(const KernelSpec& s, long long M, long long N) {
@@ -211,7 +234,11 @@ std::size_t shared_bytes(const KernelSpec& s) {
         const std::size_t stage = round_kib(static_cast<std::size_t>(s.block_m) * s.block_k * es) +
                                   round_kib(static_cast<std::size_t>(s.block_n) * s.block_k * es);
         const std::size_t c_tile = round_kib(static_cast<std::size_t>(s.block_m) * (s.block_n + 8) * es);
-        return 1024 + std::max(stage * s.num_stages, c_tile) + 24 * static_cast<std::size_t>(s.num_stages);
+        // Persistent: C goes through 32 rows per warpgroup after the stages instead.
+        const std::size_t data = s.persistent ? stage * s.num_stages + static_cast<std::size_t>(s.num_warps / 4) *
+                                                                           32 * (s.wg_n + 8) * es
+                                              : std::max(stage * s.num_stages, c_tile);
+        return 1024 + data + 24 * static_cast<std::size_t>(s.num_stages);
     }
     return static_cast<std::size_t>(s.block_m + s.block_n) * s.block_k * s.num_stages * core::dtype_size(s.dtype);
 }
@@ -281,6 +308,7 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_WG_M", s.wg_m);
         def("MMT_WG_N", s.wg_n);
         def("MMT_CLUSTER_M", s.cluster_m);
+        def("MMT_PERSISTENT", s.persistent ? 1 : 0);
     }
     if (s.test_fault) def("MMT_TEST_FAULT", 1);
     return o.str();
@@ -292,7 +320,8 @@ std::string spec_name(const KernelSpec& s) {
       << 'x' << s.block_n << 'x' << s.block_k << "_g" << s.group_m << "_s" << s.num_stages << "_w" << s.num_warps
       << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "")
       << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
-      << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "") << (s.test_fault ? "_TESTFAULT" : "");
+      << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "")
+      << (s.math == MathPath::wgmma && s.persistent ? "_p" : "") << (s.test_fault ? "_TESTFAULT" : "");
     return o.str();
 }
 

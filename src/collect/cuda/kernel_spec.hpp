@@ -62,6 +62,10 @@ struct KernelSpec {
     /// wgmma path: CTAs per cluster along M (1 or 2); a cluster's CTAs share their B tile
     /// through TMA multicast.
     int cluster_m = 1;
+    /// wgmma path: persistent CTAs (MMT_PERSISTENT): as many CTAs as fit on the GPU at once,
+    /// each looping over output tiles (persistent_grid), the loads of the next tile
+    /// overlapping the epilogue, C staged in a buffer of its own. Clusters of one only.
+    bool persistent = false;
     /// Test only (MMT_TEST_FAULT_CONFIG): the kernel writes through an illegal address.
     /// Part of the prelude, so a faulting kernel never shares a cache entry with a sound one.
     bool test_fault = false;
@@ -114,8 +118,21 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, cons
 
 /// Switches an mma16 spec to the wgmma path when wgmma_unsupported_reason() allows it,
 /// in clusters of `cluster_m` CTAs (1 or 2) along M; returns whether it did. EVEN_K and
-/// frag_pipeline drop out (TMA zero-fills K).
-bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1);
+/// frag_pipeline drop out (TMA zero-fills K). With `persistent` (and cluster_m 1) the
+/// spec gets persistent CTAs when their shared memory (the stages plus the C buffer)
+/// also fits; else it stays one tile per CTA.
+bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1, bool persistent = false);
+
+/// CTAs of a spec that one SM holds at once, from its shared memory, threads and
+/// registers per thread (sm_90 limits: 228 KiB shared memory with 1 KiB reserved per
+/// CTA, 64 Ki registers allocated per warp in units of 256, 2048 threads, 32 CTAs); at
+/// least 1.
+int resident_ctas_per_sm(const KernelSpec& spec, int registers_per_thread);
+
+/// Launch grid of a persistent spec: min(tiles over all batches, multiprocessors x
+/// resident CTAs per SM), at least 1.
+long long persistent_grid(const KernelSpec& spec, long long M, long long N, long long batches, int multiprocessors,
+                          int ctas_per_sm);
 
 /// CTAs the kernel is launched with along the grid's x axis for an M x N problem (per
 /// batch): the tiles, plus on the wgmma path with clusters of two a CTA past the last
