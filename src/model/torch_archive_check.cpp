@@ -105,7 +105,6 @@ public:
         read_zip();
         check_version();
         check_pickle(record_bytes("data.pkl"));
-        m_summary.records = m_records.size();
         return m_summary;
     }
 

@@ -17,8 +17,7 @@ namespace mmt::model {
 /// What a checked archive holds.
 struct TorchArchiveSummary {
     std::string prefix;                 ///< the folder every record sits in ("archive")
-    std::size_t records = 0;
-    std::size_t tensors = 0;
+    std::size_t tensors = 0;            ///< tensors the pickle rebuilds
     std::uint64_t storage_elements = 0; ///< elements of every storage the pickle loads
 };
 
