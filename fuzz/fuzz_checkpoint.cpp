@@ -1,5 +1,14 @@
 // libFuzzer target: model::Predictor::load, the loader `recommend`, `validate-model`,
-// `export-lut` and `validate-max-autotune` use, on a checkpoint file.
+// `export-lut` and `validate-max-autotune` use, on a checkpoint file. The archive check
+// (src/model/torch_archive_check.cpp) and the loader are instrumented; LibTorch is not.
+//
+// Seeds (tests/fuzz/corpus/checkpoint), remade when the features change so the fuzzer
+// reaches past the feature check:
+//   matmul_toolkit train --dataset data/datasets/sample_cpu.json --model base_tiny.pt
+//       --model-type base --hidden-dims 4,3 --num-epochs 2 --seed 1
+//   matmul_toolkit train --dataset data/datasets/sample_cpu.json --model deep_tiny.pt
+//       --model-type deep --hidden-dim 4 --num-layers 1 --num-epochs 2 --seed 2
+//   python3 tests/fuzz/python_style_checkpoint.py base_tiny.pt python_style.pt
 
 #include "fuzz_input.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
