@@ -41,8 +41,9 @@ struct CudaBackendOptions {
     /// 2 measured 0.5x of 1 on H100 (bench/NOTES_cuda.md), hence off.
     int wgmma_cluster = 1;
     /// wgmma path: persistent CTAs (KernelSpec::persistent) wherever their shared memory
-    /// fits; bench/NOTES_cuda.md has the measurement behind the default.
-    bool wgmma_persistent = true;
+    /// fits. Off until measured on a GPU (bench/NOTES_cuda.md: cuda_gemm_bench suite
+    /// --persistent against the default).
+    bool wgmma_persistent = false;
     /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
     /// small problems too make each CTA walk several tiles.
     int wgmma_max_ctas = 0;
@@ -131,7 +132,7 @@ private:
     int m_frag_pipeline = -1;
     bool m_wgmma = false;  // the option, on an sm_90 device
     int m_wgmma_cluster = 1;
-    bool m_wgmma_persistent = true;
+    bool m_wgmma_persistent = false;
     int m_wgmma_max_ctas = 0;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
