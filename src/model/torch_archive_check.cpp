@@ -236,7 +236,13 @@ private:
                 if (u < 0x20 || u == 0x7f) refuse("record name " + quoted(name) + " has a control character");
             }
             if (!lowered.emplace(lower(name), true).second) refuse("two records are named " + quoted(name));
-            if (flags & 0x41) refuse("record " + quoted(name) + " is encrypted");
+            if (flags & 0x2041) refuse("record " + quoted(name) + " is encrypted");
+            // Beyond the data descriptor, UTF-8 names and deflate's level bits, LibTorch's zip
+            // reader refuses (and its refusal at open leaks the reader's state).
+            if (flags & ~std::uint64_t{0x080e}) {
+                refuse("record " + quoted(name) + " uses zip features a checkpoint does not (flags " +
+                       std::to_string(flags) + ")");
+            }
             // LibTorch's zip reader hands back a directory's buffer unfilled (found by the
             // fuzzer: a version record with the DOS directory bit read as garbage).
             if (name.back() == '/' || (external_attributes & 0x10) != 0) {

@@ -178,6 +178,12 @@ TEST(TorchArchiveCheck, ZipStructureLiesAreRefused) {
     moved[central + 42] = static_cast<char>(moved[central + 42] + 1);  // local header offset
     EXPECT_NE(refusal(moved).find("local header"), std::string::npos);
 
+    std::string patched = good;  // general-purpose flag 0x20, "compressed patched data"
+    patched[central + 8] = static_cast<char>(patched[central + 8] | 0x20);
+    EXPECT_NE(refusal(patched).find("uses zip features"), std::string::npos);
+    patched[central + 9] = static_cast<char>(patched[central + 9] | 0x20);  // 0x2000: masked headers
+    EXPECT_NE(refusal(patched).find("is encrypted"), std::string::npos);
+
     std::string directory = good;  // the DOS directory bit: LibTorch reads no bytes for it
     directory[central + 38] = 0x10;
     EXPECT_NE(refusal(directory).find("marked as a directory"), std::string::npos);
