@@ -10,7 +10,7 @@
 // either kernel lies on large problems, at a sixth of the compile cost), --only TEXT
 // (repeatable: only the problems whose name, e.g. "mm 4096x4096x4096 bf16", contains TEXT),
 // --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
-// --persistent (wgmma kernels with persistent CTAs where they fit, instead of one tile per CTA).
+// --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs).
 
 #include <algorithm>
 #include <array>
@@ -41,7 +41,7 @@ struct Args {
     bool quick = false;
     bool wgmma = true;
     int cluster = 1;
-    bool persistent = false;
+    bool persistent = true;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -109,7 +109,7 @@ void run_suite(const Args& args) {
     cuda::CudaBackend backend(o);
     const std::string tag = !args.wgmma              ? "_no_wgmma"
                             : args.cluster > 1       ? "_cluster" + std::to_string(args.cluster)
-                            : args.persistent        ? "_persistent"
+                            : !args.persistent       ? "_one_tile_per_cta"
                                                      : "";
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
@@ -400,8 +400,8 @@ int main(int argc, char** argv) {
             args.quick = true;
         else if (a == "--no-wgmma")
             args.wgmma = false;
-        else if (a == "--persistent")
-            args.persistent = true;
+        else if (a == "--no-persistent")
+            args.persistent = false;
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
         else if (a == "--large")
@@ -419,7 +419,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--cluster 1|2] [--persistent]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--cluster 1|2] [--no-persistent]\n");
         return 2;
     }
     if (!cuda_backend_device_available()) {
