@@ -85,11 +85,12 @@ struct StorageType {
     std::int64_t item_size;
 };
 
-// The torch.<Type>Storage globals LibTorch maps to a dtype our loader can convert.
+// The torch.<Type>Storage globals LibTorch maps to a dtype our loader can convert. Not
+// BoolStorage: a byte other than 0 or 1 read as a bool is undefined behaviour.
 constexpr StorageType kStorageTypes[] = {
     {"FloatStorage", 4}, {"DoubleStorage", 8}, {"HalfStorage", 2}, {"BFloat16Storage", 2},
     {"LongStorage", 8},  {"IntStorage", 4},    {"ShortStorage", 2}, {"CharStorage", 1},
-    {"ByteStorage", 1},  {"BoolStorage", 1},
+    {"ByteStorage", 1},
 };
 
 struct Record {

@@ -223,6 +223,7 @@ TEST(TorchArchiveCheck, PicklesOutsideTheCheckpointSubsetAreRefused) {
     auto refused = [](const std::string& body) { return refusal(archive(pickle(body))); };
     EXPECT_NE(refused("cos\nsystem\n" + str("ls") + "\x85R").find("the global os.system"), std::string::npos);
     EXPECT_NE(refused("ctorch\nTensor\n").find("torch.Tensor"), std::string::npos);
+    EXPECT_NE(refused("ctorch\nBoolStorage\n").find("torch.BoolStorage"), std::string::npos);
     EXPECT_NE(refused("]" + small_int(1) + "a").find("opcode 0x61"), std::string::npos);  // APPEND
     EXPECT_NE(refused(raw("}q\x00h\x00") + small_int(1) + "s").find("referenced twice"), std::string::npos);
     EXPECT_NE(refused(std::string("}r\xff\xff\xff\x7f", 6)).find("memo slot far past"), std::string::npos);
