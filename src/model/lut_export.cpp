@@ -69,7 +69,8 @@ ordered_json inductor_entry(const std::string& template_id, const core::GemmConf
         {"num_stages", c.num_stages},
         {"num_warps", c.num_warps},
         {"EVEN_K", c.even_k},
-        {"ALLOW_TF32", c.allow_tf32},
+        // No ALLOW_TF32: Inductor derives it from the inputs and passes it to the template
+        // itself, so a table entry that carries it fails as a duplicate keyword (torch 2.11).
         {"USE_FAST_ACCUM", c.use_fast_accum},
         {"ACC_TYPE", c.acc_type},
     };

@@ -38,7 +38,7 @@ TEST_F(ExportLutCli, InductorTableFromAShapeset) {
         for (const auto& e : entries) {
             EXPECT_EQ(e.at("template_id"), is_bmm ? "triton::bmm" : "triton::mm");
             for (const char* field : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps",
-                                      "EVEN_K", "ALLOW_TF32", "USE_FAST_ACCUM", "ACC_TYPE"}) {
+                                      "EVEN_K", "USE_FAST_ACCUM", "ACC_TYPE"}) {
                 EXPECT_TRUE(e.contains(field)) << field;
             }
         }

@@ -32,7 +32,7 @@ import sys
 
 CONFIG_FIELDS = {
     "BLOCK_M": int, "BLOCK_N": int, "BLOCK_K": int, "GROUP_M": int, "num_stages": int,
-    "num_warps": int, "EVEN_K": bool, "ALLOW_TF32": bool, "USE_FAST_ACCUM": bool, "ACC_TYPE": str,
+    "num_warps": int, "EVEN_K": bool, "USE_FAST_ACCUM": bool, "ACC_TYPE": str,
 }
 DTYPES = {"torch.float16": "float16", "torch.bfloat16": "bfloat16", "torch.float32": "float32"}
 KEY_RE = re.compile(r"^(?:(?P<device>[^(]+)\+)?(?P<inputs>\(\(.*\)\))(?:\+(?P<scalars>[^+]+))?\+(?P<op>mm|addmm|bmm)$")

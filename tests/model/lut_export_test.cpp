@@ -92,12 +92,12 @@ TEST(InductorLut, ParsesAndHoldsTemplateConfigsInRankOrder) {
     EXPECT_EQ(first.at("num_stages"), 3);
     EXPECT_EQ(first.at("num_warps"), 4);
     EXPECT_EQ(first.at("EVEN_K"), true);
-    EXPECT_EQ(first.at("ALLOW_TF32"), false);
+    EXPECT_FALSE(first.contains("ALLOW_TF32"));  // Inductor sets it; a second value collides
     EXPECT_EQ(first.at("USE_FAST_ACCUM"), false);
     EXPECT_EQ(first.at("ACC_TYPE"), "tl.float32");
     EXPECT_EQ(entries[1].at("BLOCK_K"), 64);
     // Every value entry is a template kwarg Inductor accepts, nothing else.
-    EXPECT_EQ(first.size(), 11u);
+    EXPECT_EQ(first.size(), 10u);
     for (const auto& [k, entries_of_key] : table.items()) {
         EXPECT_EQ(k.rfind("((torch.", 0), 0u) << k;
         for (const auto& entry : entries_of_key) EXPECT_TRUE(entry.contains("template_id"));
