@@ -32,7 +32,7 @@ if want build; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
     -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
   targets=(cuda_backend_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_kernel_plan_test cuda_driver_api_test
-           cuda_compile_worker_test cuda_gemm_bench)
+           cuda_compile_worker_test cuda_gemm_kernel_sm90_test cuda_gemm_bench)
   { want cli || want coldcollect; } && targets+=(matmul_toolkit)
   # -k 0: another area's broken file must not keep the CUDA targets from building.
   ninja -C "$build" -k 0 -j"$(nproc)" "${targets[@]}" >"$out/build.log" 2>&1 ||
@@ -41,7 +41,7 @@ fi
 
 if want tests; then
   for t in cuda_driver_api_test cuda_kernel_spec_test cuda_kernel_cache_test cuda_kernel_plan_test cuda_compile_worker_test \
-           cuda_backend_test; do
+           cuda_gemm_kernel_sm90_test cuda_backend_test; do
     [[ -x $build/tests/collect/$t ]] || { echo "missing $t"; status=1; continue; }
     t0=$SECONDS
     timeout "$(cap tests)" "$build/tests/collect/$t" >"$out/$t.log" 2>&1 || status=1
