@@ -30,15 +30,17 @@ public:
     CublasReference& operator=(const CublasReference&) = delete;
 
     /// Enqueues C = A·B (mm, bmm) or C = A·B + bias (addmm) on the stream. float32 uses
-    /// TF32 tensor cores only when `tf32`.
-    void run(const Problem& problem, const GemmOperands& operands, bool tf32);
+    /// TF32 tensor cores only when `tf32`. With `fp32_reduction` a split-K algorithm must
+    /// reduce its partial sums in float32 (verification); without, cuBLASLt may reduce them
+    /// in the output dtype, as PyTorch lets it by default (the timed baseline).
+    void run(const Problem& problem, const GemmOperands& operands, bool tf32, bool fp32_reduction = false);
 
     /// A name of the algorithm chosen for the problem (for logs).
-    std::string algorithm_text(const Problem& problem, bool tf32);
+    std::string algorithm_text(const Problem& problem, bool tf32, bool fp32_reduction = false);
 
 private:
     struct Plan;
-    Plan& plan_for(const Problem& problem, bool tf32);
+    Plan& plan_for(const Problem& problem, bool tf32, bool fp32_reduction);
 
     CUstream m_stream;
     void* m_handle = nullptr;  // cublasLtHandle_t

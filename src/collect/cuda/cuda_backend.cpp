@@ -432,7 +432,7 @@ Verification CudaBackend::verify(const KernelSpec& spec) {
     CUDA_CHECK(api.cuMemsetD8Async(m_vc.get(), 0xff, nc * es, m_stream));
     CUDA_CHECK(api.cuMemsetD8Async(m_vref.get(), 0xff, nc * es, m_stream));
     launch(spec, k, p, {m_va.get(), m_vb.get(), m_vc.get(), m_vbias.get()});
-    m_cublas->run(p, {m_va.get(), m_vb.get(), m_vref.get(), m_vbias.get()}, false);
+    m_cublas->run(p, {m_va.get(), m_vb.get(), m_vref.get(), m_vbias.get()}, false, /*fp32_reduction=*/true);
     const std::vector<float> out = download(m_vc.get(), dtype, nc);
     const std::vector<float> ref = download(m_vref.get(), dtype, nc);
 
