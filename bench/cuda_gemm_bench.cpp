@@ -9,6 +9,8 @@
 // tiles, 4 or 8 warps, 2+ stages and BLOCK_K 32..128: the region where the best config of
 // either kernel lies on large problems, at a sixth of the compile cost), --only TEXT
 // (repeatable: only the problems whose name, e.g. "mm 4096x4096x4096 bf16", contains TEXT),
+// --config TEXT (repeatable: only the EXHAUSTIVE configs whose name, e.g. "64x128x128 g8 s4 w4",
+// contains TEXT; DEFAULT configs are still ranked among those timed),
 // --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs).
 
@@ -45,6 +47,7 @@ struct Args {
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
+    std::vector<std::string> configs;  // suite: configs whose name (e.g. "64x128x128 g8 s4 w4") contains one of these
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -142,6 +145,14 @@ void run_suite(const Args& args) {
     if (args.hopper_subset)
         exhaustive.erase(std::remove_if(exhaustive.begin(), exhaustive.end(),
                                         [](const core::GemmConfig& c) { return !in_hopper_subset(c); }),
+                         exhaustive.end());
+    if (!args.configs.empty())
+        exhaustive.erase(std::remove_if(exhaustive.begin(), exhaustive.end(),
+                                        [&](const core::GemmConfig& c) {
+                                            for (const auto& text : args.configs)
+                                                if (describe_config(c).find(text) != std::string::npos) return false;
+                                            return true;
+                                        }),
                          exhaustive.end());
     const auto defaults = default_configs();
     const TimingOptions screen{1, 3};
@@ -410,6 +421,8 @@ int main(int argc, char** argv) {
             args.hopper_subset = true;
         else if (a == "--only" && i + 1 < argc)
             args.only.push_back(argv[++i]);
+        else if (a == "--config" && i + 1 < argc)
+            args.configs.push_back(argv[++i]);
         else if (args.mode.empty() && a[0] != '-')
             args.mode = a;
         else {
@@ -419,7 +432,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--cluster 1|2] [--no-persistent]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent]\n");
         return 2;
     }
     if (!cuda_backend_device_available()) {
