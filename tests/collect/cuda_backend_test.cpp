@@ -10,20 +10,14 @@
 #include <thread>
 
 #include "cuda/cuda_backend_impl.hpp"
+#include "cuda_test_support.hpp"
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/collect/cuda_backend.hpp"
 
 namespace mmt::collect::cuda {
 namespace {
 
-Problem problem(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t K, const std::string& dtype,
-                const std::string& op = "mm", const std::string& layout = "nn") {
-    Problem p;
-    p.op = op;
-    p.layout = layout;
-    p.shape = core::make_shape(B, M, N, K, dtype);
-    return p;
-}
+using test::problem;
 
 class CudaBackendTest : public ::testing::Test {
 protected:

@@ -11,30 +11,14 @@
 #include <random>
 
 #include "cuda/cuda_backend_impl.hpp"
+#include "cuda_test_support.hpp"
 #include "matmul_toolkit/collect/cuda_backend.hpp"
 
 namespace mmt::collect::cuda {
 namespace {
 
-Problem problem(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t K, const std::string& dtype,
-                const std::string& op, const std::string& layout) {
-    Problem p;
-    p.op = op;
-    p.layout = layout;
-    p.shape = core::make_shape(B, M, N, K, dtype);
-    return p;
-}
-
-core::GemmConfig config(int bm, int bn, int bk, int stages, int warps) {
-    core::GemmConfig c;
-    c.block_m = bm;
-    c.block_n = bn;
-    c.block_k = bk;
-    c.group_m = 8;
-    c.num_stages = stages;
-    c.num_warps = warps;
-    return c;
-}
+using test::problem;
+using test::config;
 
 class CudaWgmmaTest : public ::testing::Test {
 protected:

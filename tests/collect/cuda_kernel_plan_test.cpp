@@ -7,29 +7,14 @@
 #include <stdexcept>
 
 #include "cuda/kernel_plan.hpp"
+#include "cuda_test_support.hpp"
 #include "matmul_toolkit/collect/config_space.hpp"
 
 namespace mmt::collect::cuda {
 namespace {
 
-Problem problem(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t K, const std::string& dtype = "bfloat16",
-                const std::string& op = "mm", const std::string& layout = "nn") {
-    Problem p;
-    p.op = op;
-    p.layout = layout;
-    p.shape = core::make_shape(B, M, N, K, dtype);
-    return p;
-}
-
-core::GemmConfig config(int bm, int bn, int bk, int stages, int warps) {
-    core::GemmConfig c;
-    c.block_m = bm;
-    c.block_n = bn;
-    c.block_k = bk;
-    c.num_stages = stages;
-    c.num_warps = warps;
-    return c;
-}
+using test::problem;
+using test::config;
 
 // What the CUDA backend does per config: make_spec, then the prune rule.
 RunnableSpec rule(const DeviceLimits& limits = {}) {

@@ -4,29 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "cuda/kernel_spec.hpp"
+#include "cuda_test_support.hpp"
 #include "matmul_toolkit/collect/config_space.hpp"
 
 namespace mmt::collect::cuda {
 namespace {
 
-core::GemmConfig config(int bm, int bn, int bk, int stages, int warps) {
-    core::GemmConfig c;
-    c.block_m = bm;
-    c.block_n = bn;
-    c.block_k = bk;
-    c.num_stages = stages;
-    c.num_warps = warps;
-    return c;
-}
-
-Problem problem(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t K, const std::string& dtype,
-                const std::string& op = "mm", const std::string& layout = "nn") {
-    Problem p;
-    p.op = op;
-    p.layout = layout;
-    p.shape = core::make_shape(B, M, N, K, dtype);
-    return p;
-}
+using test::problem;
+using test::config;
 
 const DeviceLimits kH100{232448, 255};
 
