@@ -385,6 +385,52 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
     }
 }
 
+
+// The consumers' main loop over one output tile's k-tiles, accumulating into `acc` (zeroed
+// here). One wgmma group stays in flight: k-tile kt's stage is released once the group of
+// kt + 1 has been issued and kt's has completed. Ends with every group complete and the
+// LAST stage not released: the caller decides when it may be refilled. `slot` and `phase`
+// carry the stage ring across calls.
+__device__ __forceinline__ void consume_k_tiles(float (&acc)[MT][ACC], int k_tiles, unsigned base, unsigned full_bar,
+                                                unsigned empty_bar, int wg_m0, int wg_n0, int& slot,
+                                                unsigned& phase) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(full_bar + 8 * slot, phase);
+        const unsigned sa = base + slot * STAGE_BYTES;
+        const unsigned sb = sa + A_BYTES;
+#pragma unroll
+        for (int i = 0; i < MT; ++i) pin(acc[i]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
+#pragma unroll
+            for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(sa, wg_m0 + 64 * i, kk), db);
+        }
+        wgmma_commit();
+#pragma unroll
+        for (int i = 0; i < MT; ++i) pin(acc[i]);
+        // The group of tile kt-1 has completed: its stage can be refilled.
+        wgmma_wait<1>();
+#pragma unroll
+        for (int i = 0; i < MT; ++i) pin(acc[i]);
+        // Release tile kt-1's stage. Every thread arrives: ptxas serialises the wgmma
+        // pipeline around a lane-predicated arrival.
+        if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
+        if (++slot == STAGES) {
+            slot = 0;
+            phase ^= 1;
+        }
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < MT; ++i) pin(acc[i]);
+}
+
 }  // namespace
 
 #if MMT_PERSISTENT
@@ -476,38 +522,7 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int m_base, n_base, batch;
         tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
-        for (int kt = 0; kt < k_tiles; ++kt) {
-            mbar_wait(full_bar + 8 * slot, phase);
-            const unsigned sa = base + slot * STAGE_BYTES;
-            const unsigned sb = sa + A_BYTES;
-#pragma unroll
-            for (int i = 0; i < MT; ++i) pin(acc[i]);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk) {
-                const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
-#pragma unroll
-                for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(sa, wg_m0 + 64 * i, kk), db);
-            }
-            wgmma_commit();
-#pragma unroll
-            for (int i = 0; i < MT; ++i) pin(acc[i]);
-            wgmma_wait<1>();
-#pragma unroll
-            for (int i = 0; i < MT; ++i) pin(acc[i]);
-            if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
-            if (++slot == STAGES) {
-                slot = 0;
-                phase ^= 1;
-            }
-        }
-        wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
+        consume_k_tiles(acc, k_tiles, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
         // The tile's last stage is free now: the producer may refill it during the epilogue.
         if (k_tiles > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
 
@@ -676,44 +691,9 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
     const int wg_m0 = (warpgroup % WGS_ALONG_M) * WG_M;
     const int wg_n0 = (warpgroup / WGS_ALONG_M) * WG_N;
     float acc[MT][ACC];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
-
     int slot = 0;
     unsigned phase = 0;
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        mbar_wait(full_bar + 8 * slot, phase);
-        const unsigned sa = base + slot * STAGE_BYTES;
-        const unsigned sb = sa + A_BYTES;
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
-#pragma unroll
-            for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(sa, wg_m0 + 64 * i, kk), db);
-        }
-        wgmma_commit();
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
-        // The group of tile kt-1 has completed: its stage can be refilled.
-        wgmma_wait<1>();
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
-        // Release tile kt-1's stage. Every thread arrives: ptxas serialises the wgmma
-        // pipeline around a lane-predicated arrival.
-        if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
-        if (++slot == STAGES) {
-            slot = 0;
-            phase ^= 1;
-        }
-    }
-    wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < MT; ++i) pin(acc[i]);
+    consume_k_tiles(acc, k_tiles, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
 
     // Epilogue through shared memory: every stage has been consumed (each consumer passed
     // the last full barrier, and the barrier below waits for the last wgmma reads), so
