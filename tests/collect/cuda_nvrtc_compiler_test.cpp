@@ -47,6 +47,34 @@ Problem problem_for(const Variant& v, std::size_t index) {
     return p;
 }
 
+// Compiles every job (a .spec and an .arch) on one forked NVRTC process per hardware
+// thread (NVRTC serialises compilations inside a process) and returns
+// "<kernel> <arch>: <log>" for each job whose result `accept` refuses.
+template <typename Job, typename Accept>
+std::vector<std::string> compile_all(const std::vector<Job>& jobs, Accept accept) {
+    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+    std::vector<std::unique_ptr<CompileWorker>> processes;
+    for (unsigned t = 0; t < threads; ++t) processes.push_back(CompileWorker::spawn(gemm_kernel_source()));
+    std::atomic<std::size_t> next{0};
+    std::mutex mutex;
+    std::vector<std::string> failures;
+    const auto worker = [&](CompileWorker* process) {
+        for (std::size_t i = next++; i < jobs.size(); i = next++) {
+            const auto& job = jobs[i];
+            const CompileResult r = process ? process->compile(kernel_prelude(job.spec), job.arch)
+                                            : compile_kernel(kernel_prelude(job.spec), gemm_kernel_source(), job.arch);
+            if (!accept(job, r)) {
+                std::lock_guard<std::mutex> lock(mutex);
+                failures.push_back(spec_name(job.spec) + " " + job.arch + ": " + r.log.substr(0, 2000));
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, processes[t].get());
+    for (auto& t : pool) t.join();
+    return failures;
+}
+
 TEST(CudaNvrtcCompiler, HashIsFnv1a64) {
     EXPECT_EQ(hash_hex(""), "cbf29ce484222325");
     EXPECT_EQ(hash_hex("a"), "af63dc4c8601ec8c");
@@ -96,28 +124,9 @@ TEST(CudaNvrtcCompiler, CompilesDefaultAndSampledExhaustiveConfigsToPtx) {
     ASSERT_EQ(seen_layouts.size(), 4u);
     ASSERT_EQ(seen_archs.size(), 2u);
 
-    // One forked NVRTC process per thread (NVRTC serialises compilations in a process).
-    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
-    std::vector<std::unique_ptr<CompileWorker>> processes;
-    for (unsigned t = 0; t < threads; ++t) processes.push_back(CompileWorker::spawn(gemm_kernel_source()));
-    std::atomic<std::size_t> next{0};
-    std::mutex mutex;
-    std::vector<std::string> failures;
-    const auto worker = [&](CompileWorker* process) {
-        for (std::size_t i = next++; i < jobs.size(); i = next++) {
-            const auto& job = jobs[i];
-            const CompileResult r = process ? process->compile(kernel_prelude(job.spec), job.arch)
-                                            : compile_kernel(kernel_prelude(job.spec), gemm_kernel_source(), job.arch);
-            const bool has_entry = r.image.find(".entry mmt_gemm") != std::string::npos;
-            if (!r.ok || !has_entry) {
-                std::lock_guard<std::mutex> lock(mutex);
-                failures.push_back(spec_name(job.spec) + " " + job.arch + ": " + r.log.substr(0, 2000));
-            }
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, processes[t].get());
-    for (auto& t : pool) t.join();
+    const auto failures = compile_all(jobs, [](const Job&, const CompileResult& r) {
+        return r.ok && r.image.find(".entry mmt_gemm") != std::string::npos;
+    });
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];
     EXPECT_GE(jobs.size(), 50u);
 }
@@ -203,34 +212,17 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
     EXPECT_TRUE(seen_warps.count("8m") && seen_warps.count("8n"));
     EXPECT_GE(std::count_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.spec.persistent; }), 6);
 
-    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
-    std::vector<std::unique_ptr<CompileWorker>> processes;
-    for (unsigned t = 0; t < threads; ++t) processes.push_back(CompileWorker::spawn(gemm_kernel_source()));
-    std::atomic<std::size_t> next{0};
-    std::mutex mutex;
-    std::vector<std::string> failures;
-    const auto worker = [&](CompileWorker* process) {
-        for (std::size_t i = next++; i < jobs.size(); i = next++) {
-            const auto& job = jobs[i];
-            const CompileResult r = process ? process->compile(kernel_prelude(job.spec), job.arch)
-                                            : compile_kernel(kernel_prelude(job.spec), gemm_kernel_source(), job.arch);
-            bool good = r.ok && r.log.find("warning") == std::string::npos;
-            if (good && job.arch == "compute_90a")
-                good = r.image.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(job.spec.wg_n) + "k16.f32") !=
-                           std::string::npos &&
-                       r.image.find("cp.async.bulk.tensor.3d") != std::string::npos &&
-                       (r.image.find(".multicast::cluster") != std::string::npos) == (job.spec.cluster_m == 2) &&
-                       (r.image.find("bar.sync 2, 128") != std::string::npos) == job.spec.persistent &&
-                       r.image.find("mma.sync") == std::string::npos;
-            if (!good) {
-                std::lock_guard<std::mutex> lock(mutex);
-                failures.push_back(spec_name(job.spec) + " " + job.arch + ": " + r.log.substr(0, 2000));
-            }
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, processes[t].get());
-    for (auto& t : pool) t.join();
+    const auto failures = compile_all(jobs, [](const Job& job, const CompileResult& r) {
+        if (!r.ok || r.log.find("warning") != std::string::npos) return false;
+        if (job.arch != "compute_90a") return true;
+        const std::string& ptx = r.image;
+        return ptx.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(job.spec.wg_n) + "k16.f32") !=
+                   std::string::npos &&
+               ptx.find("cp.async.bulk.tensor.3d") != std::string::npos &&
+               (ptx.find(".multicast::cluster") != std::string::npos) == (job.spec.cluster_m == 2) &&
+               (ptx.find("bar.sync 2, 128") != std::string::npos) == job.spec.persistent &&
+               ptx.find("mma.sync") == std::string::npos;
+    });
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];
 }
 
