@@ -267,15 +267,8 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
     }
 
     const double kernel_seconds_before = backend.timed_kernel_seconds();
-    auto update_rates = [&](std::size_t finished_this_run) {
-        state.elapsed_seconds = seconds_between(start, Clock::now());
-        state.configs_timed = summary.configs_timed;
-        state.configs_per_second =
-            state.elapsed_seconds > 0 ? static_cast<double>(summary.configs_timed) / state.elapsed_seconds : 0.0;
-        const std::size_t remaining = state.problems_total - state.problems_done;
-        state.eta_seconds = finished_this_run > 0 ? state.elapsed_seconds / static_cast<double>(finished_this_run) *
-                                                        static_cast<double>(remaining)
-                                                  : -1.0;
+    auto refresh_rates = [&](std::size_t finished_this_run) {
+        update_rates(state, seconds_between(start, Clock::now()), summary.configs_timed, finished_this_run);
     };
     sink.on_start(state);
 
@@ -307,7 +300,7 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
             ++summary.problems_empty;
             ++state.problems_done;
             ++finished;
-            update_rates(finished);
+            refresh_rates(finished);
             sink.on_problem_done(state, state.current + ": skipped, " + e.what());
             continue;
         }
@@ -351,7 +344,7 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
                     return false;
                 }
             }
-            update_rates(finished);
+            refresh_rates(finished);
             sink.on_config(state);
             return !summary.interrupted && !interrupt_requested();
         };
@@ -408,7 +401,7 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
         if (!options.trace_dir.empty()) trace.save(trace_path(options.trace_dir, index, problem));
         writer.checkpoint(seconds_between(start, Clock::now()));
 
-        update_rates(finished);
+        refresh_rates(finished);
         std::ostringstream line;
         line << state.current << ": " << (result.timed_configs.size() - (reference_line.empty() ? 0 : 1))
              << " timed, " << pruned_here << " pruned, " << failed_here << " failed";
@@ -426,7 +419,7 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
         sink.on_problem_done(state, line.str());
     }
 
-    update_rates(finished);
+    refresh_rates(finished);
     state.current.clear();
     sink.on_finish(state);
     summary.timed_kernel_seconds = backend.timed_kernel_seconds() - kernel_seconds_before;

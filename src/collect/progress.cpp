@@ -10,6 +10,18 @@
 #include <spdlog/spdlog.h>
 
 namespace mmt::collect {
+
+void update_rates(ProgressState& state, double elapsed_seconds, std::size_t configs_timed,
+                  std::size_t problems_finished) {
+    state.elapsed_seconds = elapsed_seconds;
+    state.configs_timed = configs_timed;
+    state.configs_per_second = elapsed_seconds > 0 ? static_cast<double>(configs_timed) / elapsed_seconds : 0.0;
+    const std::size_t remaining = state.problems_total - state.problems_done;
+    state.eta_seconds = problems_finished > 0
+                            ? elapsed_seconds / static_cast<double>(problems_finished) * static_cast<double>(remaining)
+                            : -1.0;
+}
+
 namespace {
 
 std::string rate_and_eta(const ProgressState& s) {

@@ -301,16 +301,7 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
     std::deque<std::size_t> queue(run.pending.begin(), run.pending.end());
 
     std::size_t finished = 0;
-    auto update_rates = [&] {
-        state.elapsed_seconds = seconds_since(start);
-        state.configs_timed = summary.configs_timed;
-        state.configs_per_second =
-            state.elapsed_seconds > 0 ? static_cast<double>(summary.configs_timed) / state.elapsed_seconds : 0.0;
-        const std::size_t remaining = state.problems_total - state.problems_done;
-        state.eta_seconds = finished > 0 ? state.elapsed_seconds / static_cast<double>(finished) *
-                                               static_cast<double>(remaining)
-                                         : -1.0;
-    };
+    auto refresh_rates = [&] { update_rates(state, seconds_since(start), summary.configs_timed, finished); };
     sink.on_start(state);
 
     IgnoreSigpipe ignore_sigpipe;
@@ -358,7 +349,7 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
         }
         resumes.erase(index);
         writer.checkpoint(seconds_since(start));
-        update_rates();
+        refresh_rates();
         sink.on_problem_done(state, line);
     };
 
@@ -580,7 +571,7 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
         ::waitpid(w.pid, nullptr, 0);
         w.alive = false;
     }
-    update_rates();
+    refresh_rates();
     state.current.clear();
     sink.on_finish(state);
     finish_collection(run, seconds_since(start));

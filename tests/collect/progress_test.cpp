@@ -25,6 +25,21 @@ ProgressState halfway() {
     return state;
 }
 
+TEST(UpdateRates, RateFromTimedConfigsAndEtaFromFinishedProblems) {
+    ProgressState state;
+    state.problems_total = 10;
+    state.problems_done = 4;  // 2 resumed from files + 2 finished this run
+    update_rates(state, 8.0, 200, 0);
+    EXPECT_DOUBLE_EQ(state.configs_per_second, 25.0);
+    EXPECT_LT(state.eta_seconds, 0.0);  // unknown before a problem finishes
+    update_rates(state, 8.0, 200, 2);
+    EXPECT_DOUBLE_EQ(state.elapsed_seconds, 8.0);
+    EXPECT_EQ(state.configs_timed, 200u);
+    EXPECT_DOUBLE_EQ(state.eta_seconds, 24.0);  // 4 s per problem x 6 left
+    update_rates(state, 0.0, 0, 0);
+    EXPECT_DOUBLE_EQ(state.configs_per_second, 0.0);
+}
+
 TEST(BarProgress, DrawsDoneOverTotalRateEtaAndTheProblemOnStderr) {
     auto bar = make_bar_progress();
     ::testing::internal::CaptureStderr();

@@ -20,6 +20,11 @@ struct ProgressState {
     std::string current;               ///< the problem in flight
 };
 
+/// Sets the elapsed time, configs timed, configs/s and the ETA (from the mean time of the
+/// `problems_finished` problems this run has finished; unknown before the first).
+void update_rates(ProgressState& state, double elapsed_seconds, std::size_t configs_timed,
+                  std::size_t problems_finished);
+
 class ProgressSink {
 public:
     virtual ~ProgressSink() = default;
