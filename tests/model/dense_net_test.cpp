@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include "networks.hpp"
+#include "trained_looking_net.hpp"
 
 namespace mmt::model {
 namespace {
@@ -46,23 +47,7 @@ TEST(DenseNet, ProductMatchesAPlainTripleLoop) {
 // architectures, with widths that are and are not multiples of the kernel's tiles.
 TEST(DenseNet, MatchesTheFoldedNetwork) {
     for (auto type : {ModelType::base, ModelType::deep}) {
-        ModelSpec spec;
-        spec.type = type;
-        spec.hidden_dims = {48, 20, 16};
-        spec.hidden_dim = 24;
-        spec.num_layers = 3;
-        torch::manual_seed(11);
-        RuntimeNet net(spec, 32);
-        net->initialise(-1.0);
-        {
-            torch::NoGradGuard no_grad;
-            for (auto& [name, tensor] : net->state_dict()) {
-                if (name.find("running_var") != std::string::npos) tensor.uniform_(0.5, 2.0);
-                else if (name.find("running_mean") != std::string::npos) tensor.normal_(0.0, 0.5);
-                else if (name.find("num_batches") == std::string::npos) tensor.add_(torch::randn_like(tensor) * 0.1);
-            }
-        }
-        net->eval();
+        RuntimeNet net = test::trained_looking_net(type, {48, 20, 16}, 24, 32, 11, -1.0);
         torch::NoGradGuard no_grad;
         const FoldedNet folded = net->fold();
         const DenseNet dense = folded.to_dense();

@@ -1,4 +1,5 @@
 #include "networks.hpp"
+#include "trained_looking_net.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/types.h>
@@ -78,23 +79,7 @@ TEST(Networks, InitialisedNetworksGiveFiniteOutputsNearTheTargetMean) {
 // looking statistics (not the identity a fresh BatchNorm has) make the check meaningful.
 TEST(Networks, FoldedNetworkMatchesTheModuleInEvalMode) {
     for (auto type : {ModelType::base, ModelType::deep}) {
-        ModelSpec spec;
-        spec.type = type;
-        spec.hidden_dims = {24, 16, 8};
-        spec.hidden_dim = 12;
-        spec.num_layers = 3;
-        torch::manual_seed(5);
-        RuntimeNet net(spec, 10);
-        net->initialise(0.3);
-        {
-            torch::NoGradGuard no_grad;
-            for (auto& [name, tensor] : net->state_dict()) {
-                if (name.find("running_var") != std::string::npos) tensor.uniform_(0.5, 2.0);
-                else if (name.find("running_mean") != std::string::npos) tensor.normal_(0.0, 0.5);
-                else if (name.find("num_batches") == std::string::npos) tensor.add_(torch::randn_like(tensor) * 0.1);
-            }
-        }
-        net->eval();
+        RuntimeNet net = test::trained_looking_net(type, {24, 16, 8}, 12, 10, 5, 0.3);
         torch::NoGradGuard no_grad;
         const auto x = torch::randn({50, 10});
         const auto expected = net->forward(x);
