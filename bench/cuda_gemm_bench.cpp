@@ -12,7 +12,9 @@
 // --config TEXT (repeatable: only the EXHAUSTIVE configs whose name, e.g. "64x128x128 g8 s4 w4",
 // contains TEXT; DEFAULT configs are still ranked among those timed),
 // --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
-// --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs).
+// --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
+// --static-tiles (persistent CTAs walk tiles by the static stride instead of the default
+// global tile counter).
 
 #include <algorithm>
 #include <array>
@@ -44,6 +46,7 @@ struct Args {
     bool wgmma = true;
     int cluster = 1;
     bool persistent = true;
+    bool dynamic_tiles = true;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -109,10 +112,12 @@ void run_suite(const Args& args) {
     o.wgmma = args.wgmma;
     o.wgmma_cluster = args.cluster;
     o.wgmma_persistent = args.persistent;
+    o.wgmma_dynamic_tiles = args.dynamic_tiles;
     cuda::CudaBackend backend(o);
     const std::string tag = !args.wgmma              ? "_no_wgmma"
                             : args.cluster > 1       ? "_cluster" + std::to_string(args.cluster)
                             : !args.persistent       ? "_one_tile_per_cta"
+                            : !args.dynamic_tiles    ? "_static_tiles"
                                                      : "";
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
@@ -161,7 +166,9 @@ void run_suite(const Args& args) {
     md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
        << (args.wgmma ? " (wgmma path where the rule admits the config" : " (mma.sync only")
        << (args.wgmma && args.cluster > 1 ? ", clusters of " + std::to_string(args.cluster) : "")
-       << (args.wgmma && args.cluster == 1 ? (args.persistent ? ", persistent CTAs where they fit)" : ", one tile per CTA)") : ")")
+       << (args.wgmma && args.cluster == 1 ? (args.persistent ? (args.dynamic_tiles ? ", persistent CTAs where they fit, dynamic tiles)"
+                                                                          : ", persistent CTAs where they fit, static tiles)")
+                                                         : ", one tile per CTA)") : ")")
        << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
           "ratio | timed / pruned / screened / failed |\n|---|---|---|---|---|---|---|---|---|\n";
@@ -199,10 +206,10 @@ void run_suite(const Args& args) {
         {
             cuda::KernelSpec spec = cuda::make_spec(ranked[i].config, p);
             const bool wg = args.wgmma && backend.device().cc_major == 9 && backend.device().cc_minor == 0 &&
-                            cuda::select_wgmma(spec, backend.limits(), args.cluster, args.persistent);
+                            cuda::select_wgmma(spec, backend.limits(), args.cluster, args.persistent, args.dynamic_tiles);
             std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s %s\n", i + 1, describe_config(ranked[i].config).c_str(),
                         ranked[i].ms, tflops(p, ranked[i].ms),
-                        !wg ? "mma.sync" : spec.persistent ? "wgmma persistent" : "wgmma");
+                        !wg ? "mma.sync" : spec.dynamic_tiles ? "wgmma persistent dynamic" : spec.persistent ? "wgmma persistent" : "wgmma");
         }
         // Best DEFAULT config: rank by the screen, confirm its leader.
         Ranked best_default{{}, 1e30};
@@ -413,6 +420,8 @@ int main(int argc, char** argv) {
             args.wgmma = false;
         else if (a == "--no-persistent")
             args.persistent = false;
+        else if (a == "--static-tiles")
+            args.dynamic_tiles = false;
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
         else if (a == "--large")
@@ -432,7 +441,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--static-tiles]\n");
         return 2;
     }
     if (!cuda_backend_device_available()) {

@@ -46,17 +46,25 @@ const std::vector<core::GemmConfig>& wgmma_configs() {
     return configs;
 }
 
-// Persistent CTAs (grid capped at 3 CTAs, so each walks several tiles and, for bmm, both
-// batches), one tile per CTA, and clusters of two CTAs (TMA multicast of B); the
+// Persistent CTAs with dynamic and with static tiles (grid capped at 3 CTAs, so each
+// walks several tiles and, for bmm, both batches; one backend verifies one kernel after
+// another, so a tile counter left non-zero by a launch would leave the next one's C
+// unwritten), one tile per CTA, and clusters of two CTAs (TMA multicast of B); the
 // verification problem has 9 rows of tiles, so a cluster's second CTA also runs past the
 // last row.
 TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
     std::vector<std::string> failures;
-    std::size_t checked = 0, persistent = 0;
-    for (const auto& [cluster, persist] : std::vector<std::pair<int, bool>>{{1, true}, {1, false}, {2, false}}) {
+    std::size_t checked = 0, persistent = 0, dynamic = 0;
+    struct Variant {
+        int cluster;
+        bool persist, dynamic_tiles;
+    };
+    for (const auto& [cluster, persist, dynamic_tiles] :
+         std::vector<Variant>{{1, true, true}, {1, true, false}, {1, false, false}, {2, false, false}}) {
     CudaBackendOptions o = options();
     o.wgmma_cluster = cluster;
     o.wgmma_persistent = persist;
+    o.wgmma_dynamic_tiles = dynamic_tiles;
     o.wgmma_max_ctas = 3;
     CudaBackend backend(o);
     for (const std::string dtype : {"float16", "bfloat16"})
@@ -66,10 +74,11 @@ TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
                 backend.prune(wgmma_configs(), p);  // queues the compiles on the worker processes
                 for (const auto& c : wgmma_configs()) {
                     KernelSpec spec = make_spec(c, p);
-                    if (!select_wgmma(spec, backend.limits(), cluster, persist)) continue;
+                    if (!select_wgmma(spec, backend.limits(), cluster, persist, dynamic_tiles)) continue;
                     const Verification v = backend.verify(spec);
                     ++checked;
                     persistent += spec.persistent ? 1 : 0;
+                    dynamic += spec.dynamic_tiles ? 1 : 0;
                     if (!v.passed) failures.push_back(spec_name(spec) + ": " + v.message);
                 }
             }
@@ -77,19 +86,22 @@ TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
     std::string listed;
     for (std::size_t i = 0; i < failures.size() && i < 60; ++i) listed += "\n  " + failures[i];
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checked << " wrong:" << listed;
-    EXPECT_GE(checked, 540u);  // 3 variants x 192 specs
-    EXPECT_GE(persistent, 180u);
+    EXPECT_GE(checked, 720u);  // 4 variants x 192 specs
+    EXPECT_GE(persistent, 360u);
+    EXPECT_GE(dynamic, 180u);
 }
 
 // The path the collection takes (prune, time, the launch with tensor maps) on a ragged
 // problem larger than the verification one, with and without the wgmma option.
 TEST_F(CudaWgmmaTest, TimedProblemMatchesCublasOnBothPaths) {
-    for (const auto& [wgmma, cluster] : std::vector<std::pair<bool, int>>{{true, 1}, {true, 2}, {false, 1}, {true, 0}}) {
+    for (const auto& [wgmma, cluster] :
+         std::vector<std::pair<bool, int>>{{true, 1}, {true, -1}, {true, 2}, {false, 1}, {true, 0}}) {
         CudaBackendOptions o = options();
         o.wgmma = wgmma;
-        // cluster 0: one tile per CTA; 1: persistent CTAs.
+        // cluster 0: one tile per CTA; 1: persistent CTAs, dynamic tiles; -1: static tiles.
         o.wgmma_cluster = std::max(cluster, 1);
-        o.wgmma_persistent = cluster != 0;
+        o.wgmma_persistent = cluster == 1 || cluster == -1;
+        o.wgmma_dynamic_tiles = cluster != -1;
         CudaBackend backend(o);
         const Problem p = problem(1, 1000, 1064, 776, "bfloat16", "addmm", "nn");
         backend.prepare(p, 7);

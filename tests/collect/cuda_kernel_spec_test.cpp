@@ -279,5 +279,42 @@ TEST(CudaKernelSpec, PersistentWgmmaSpecsWhereTheirSharedMemoryFits) {
     EXPECT_EQ(resident_ctas_per_sm(small, 255), 1);
 }
 
+TEST(CudaKernelSpec, DynamicTilesArePersistentOnly) {
+    const auto p = problem(1, 2552, 10616, 7616, "bfloat16");
+    const auto mma = make_spec(config(256, 128, 64, 4, 8), p);
+    auto stat = mma, dyn = mma;
+    ASSERT_TRUE(select_wgmma(stat, kH100, 1, true, false));
+    ASSERT_TRUE(select_wgmma(dyn, kH100, 1, true, true));
+    EXPECT_TRUE(dyn.persistent);
+    EXPECT_TRUE(dyn.dynamic_tiles);
+    EXPECT_FALSE(stat.dynamic_tiles);
+    EXPECT_NE(spec_key(dyn), spec_key(stat));
+    EXPECT_NE(kernel_prelude(dyn).find("#define MMT_DYNAMIC_TILES 1\n"), std::string::npos);
+    EXPECT_NE(kernel_prelude(stat).find("#define MMT_DYNAMIC_TILES 0\n"), std::string::npos);
+    EXPECT_EQ(spec_name(dyn), "bf16_mm_nn_256x128x64_g8_s4_w8_v8.8.2_wgmma_pd");
+    // Two tile ids and their two mbarrier pairs on top of the static schedule's bytes.
+    EXPECT_EQ(shared_bytes(dyn), shared_bytes(stat) + 48);
+    // The 128 x 256 x 64 s4 w8 leader still fits persistent with them.
+    auto wide = make_spec(config(128, 256, 64, 4, 8), p);
+    ASSERT_TRUE(select_wgmma(wide, kH100, 1, true, true));
+    EXPECT_TRUE(wide.persistent && wide.dynamic_tiles);
+    EXPECT_LE(shared_bytes(wide), kH100.max_shared_bytes);
+    // No persistence, no dynamic tiles: one tile per CTA, clusters, and specs whose stages
+    // leave no room for the C buffer.
+    auto one_tile = mma;
+    ASSERT_TRUE(select_wgmma(one_tile, kH100, 1, false, true));
+    EXPECT_FALSE(one_tile.dynamic_tiles);
+    EXPECT_NE(kernel_prelude(one_tile).find("#define MMT_DYNAMIC_TILES 0\n"), std::string::npos);
+    auto clustered = mma;
+    ASSERT_TRUE(select_wgmma(clustered, kH100, 2, true, true));
+    EXPECT_FALSE(clustered.persistent || clustered.dynamic_tiles);
+    auto full = make_spec(config(128, 128, 64, 7, 4), p);
+    ASSERT_TRUE(select_wgmma(full, kH100, 1, true, true));
+    EXPECT_FALSE(full.persistent || full.dynamic_tiles);
+    auto full_one_tile = make_spec(config(128, 128, 64, 7, 4), p);
+    ASSERT_TRUE(select_wgmma(full_one_tile, kH100));
+    EXPECT_EQ(shared_bytes(full), shared_bytes(full_one_tile));
+}
+
 }  // namespace
 }  // namespace mmt::collect::cuda

@@ -184,8 +184,9 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
             p.layout = v.layout;
             p.shape = core::make_shape(v.op == "bmm" ? 3 : 1, 512, 512, 520, v.dtype);
             KernelSpec spec = make_spec(config, p);
-            // Every third job in clusters of two, every third with persistent CTAs.
-            if (!select_wgmma(spec, h100, next_job % 3 == 1 ? 2 : 1, next_job % 3 == 2)) continue;
+            // Every third job in clusters of two, every third with persistent CTAs (every
+            // other of those with dynamic tiles).
+            if (!select_wgmma(spec, h100, next_job % 3 == 1 ? 2 : 1, next_job % 3 == 2, next_job % 6 == 5)) continue;
             if (unsupported_reason(spec, h100)) continue;
             const bool cubin = next_job % 8 == 0;
             jobs.push_back({spec, cubin ? "sm_90a" : "compute_90a"});
@@ -211,6 +212,7 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
     EXPECT_TRUE(seen_bk.count("16") && seen_bk.count("32") && seen_bk.count("64")) << seen_bk.size();
     EXPECT_TRUE(seen_warps.count("8m") && seen_warps.count("8n"));
     EXPECT_GE(std::count_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.spec.persistent; }), 6);
+    EXPECT_GE(std::count_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.spec.dynamic_tiles; }), 3);
 
     const auto failures = compile_all(jobs, [](const Job& job, const CompileResult& r) {
         if (!r.ok || r.log.find("warning") != std::string::npos) return false;
@@ -221,6 +223,7 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
                ptx.find("cp.async.bulk.tensor.3d") != std::string::npos &&
                (ptx.find(".multicast::cluster") != std::string::npos) == (job.spec.cluster_m == 2) &&
                (ptx.find("bar.sync 2, 128") != std::string::npos) == job.spec.persistent &&
+               (ptx.find("atom.global.add.u32") != std::string::npos) == job.spec.dynamic_tiles &&
                ptx.find("mma.sync") == std::string::npos;
     });
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];

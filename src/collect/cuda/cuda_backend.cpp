@@ -150,6 +150,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
       m_wgmma(options.wgmma && m_context.info().cc_major == 9 && m_context.info().cc_minor == 0),
       m_wgmma_cluster(options.wgmma_cluster),
       m_wgmma_persistent(options.wgmma_persistent),
+      m_wgmma_dynamic_tiles(options.wgmma_dynamic_tiles),
       m_wgmma_max_ctas(options.wgmma_max_ctas) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
@@ -157,6 +158,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
         throw core::Error("CUDA", info.name + " has compute capability " + std::to_string(info.cc_major) + "." +
                                       std::to_string(info.cc_minor) + "; the kernels need 8.0 or newer");
     CUDA_CHECK(api.cuStreamCreate(&m_stream, CU_STREAM_NON_BLOCKING));
+    m_tile_counter.reserve(sizeof(unsigned));
+    CUDA_CHECK(api.cuMemsetD32Async(m_tile_counter.get(), 0, 1, m_stream));
     std::filesystem::path dir;
     if (options.disk_cache) dir = options.cache_dir.empty() ? KernelCache::default_disk_dir() : options.cache_dir;
     m_cache = std::make_unique<KernelCache>(gemm_kernel_source(), info.arch(), dir, options.compile_threads);
@@ -282,7 +285,7 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     if (m_frag_pipeline >= 0 && spec.math != MathPath::fma && spec.num_stages >= 2)
         spec.frag_pipeline = m_frag_pipeline == 1;
     // The injected fault exists in the classic template only: a faulting config stays on it.
-    if (m_wgmma && !spec.test_fault) select_wgmma(spec, limits(), m_wgmma_cluster, m_wgmma_persistent);
+    if (m_wgmma && !spec.test_fault) select_wgmma(spec, limits(), m_wgmma_cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles);
     return spec;
 }
 
@@ -389,7 +392,8 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
         CUtensorMap map_a, map_b;
         encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
         int batches = static_cast<int>(s.B);
-        void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta, &batches};
+        CUdeviceptr counter = m_tile_counter.get();
+        void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta, &batches, &counter};
         // Persistent CTAs walk the tiles of every batch themselves: a 1-D grid.
         long long ctas = grid_ctas(spec, s.M, s.N);
         unsigned grid_z = static_cast<unsigned>(s.B);

@@ -44,6 +44,11 @@ struct CudaBackendOptions {
     /// fits. Measured on an H200 against one tile per CTA (bench/NOTES_cuda.md): +1-8 % on
     /// the large suite shapes, nowhere slower.
     bool wgmma_persistent = true;
+    /// wgmma path, persistent CTAs: take tiles from a global counter (KernelSpec::
+    /// dynamic_tiles) rather than the static stride blockIdx.x, + gridDim.x, ... Measured on
+    /// an H100 (bench/NOTES_cuda.md): +4-5 % on 2552x10616x7616, where the static stride
+    /// lost to one tile per CTA; within 1.5 % elsewhere.
+    bool wgmma_dynamic_tiles = true;
     /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
     /// small problems too make each CTA walk several tiles.
     int wgmma_max_ctas = 0;
@@ -133,6 +138,7 @@ private:
     bool m_wgmma = false;  // the option, on an sm_90 device
     int m_wgmma_cluster = 1;
     bool m_wgmma_persistent = false;
+    bool m_wgmma_dynamic_tiles = false;
     int m_wgmma_max_ctas = 0;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
@@ -144,6 +150,9 @@ private:
     // The prepared problem and its operands.
     std::optional<Problem> m_problem;
     DeviceBuffer m_a, m_b, m_c, m_bias;
+    // The dynamic-tile kernels' tile counter (one unsigned, zeroed once; each launch leaves
+    // it at zero again, gemm_kernel_sm90.cuh). One stream, so launches never share it.
+    DeviceBuffer m_tile_counter;
     // Verification operands (kept apart so the prepared problem stays intact).
     DeviceBuffer m_va, m_vb, m_vc, m_vref, m_vbias;
 

@@ -30,6 +30,12 @@
 // producer loads the next tile's first stages while the consumers run the epilogue; C
 // is then staged in a buffer of its own (32 rows per warpgroup at a time), not in the
 // stages.
+//
+// MMT_DYNAMIC_TILES 1 (persistent only): the CTAs take tiles from a global counter
+// instead of the stride, so a CTA that runs slower takes fewer tiles (with one tile per
+// CTA the hardware balances the same way). The producer warp fetches the tile ids and
+// hands them to the consumers in order through a ring of two ids in shared memory
+// guarded by an mbarrier pair per id.
 
 #define MMT_CAT2(a, b) a##b
 #define MMT_CAT(a, b) MMT_CAT2(a, b)
@@ -62,6 +68,11 @@ constexpr int CLUSTER = MMT_CLUSTER_M;
 #define MMT_PERSISTENT 0
 #endif
 constexpr bool PERSISTENT = MMT_PERSISTENT != 0;
+#ifndef MMT_DYNAMIC_TILES
+#define MMT_DYNAMIC_TILES 0
+#endif
+constexpr bool DYNAMIC_TILES = MMT_DYNAMIC_TILES != 0;
+static_assert(!DYNAMIC_TILES || PERSISTENT, "dynamic tiles are a persistent schedule");
 static_assert(!PERSISTENT || CLUSTER == 1, "persistent CTAs run without clusters");
 static_assert(WARPGROUPS * 4 == WARPS && WGS_ALONG_M * (BN / WG_N) == WARPGROUPS, "warpgroup layout");
 static_assert(WG_M % 64 == 0 && WG_N % 8 == 0 && WG_N <= 256, "wgmma shape");
@@ -461,10 +472,15 @@ __device__ __forceinline__ void warpgroup_sync(int warpgroup) {
 __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const TensorMap& map_b, elem_t* __restrict__ c,
                                                 const elem_t* __restrict__ bias, int M, int N, int K, long long ldc,
                                                 long long stride_c, float alpha, float beta, int batches,
-                                                unsigned char* smem_raw) {
+                                                unsigned* tile_counter, unsigned char* smem_raw) {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned full_bar = base + DATA_BYTES;
     const unsigned empty_bar = full_bar + STAGES * 8;
+    // Dynamic tiles: 2 "id written" and 2 "id read" mbarriers, then the 2 ids (the host's
+    // shared_bytes() adds 48 bytes for them).
+    const unsigned id_full_bar = empty_bar + STAGES * 8;
+    const unsigned id_empty_bar = id_full_bar + 16;
+    const unsigned id_slots = id_empty_bar + 16;
     const int grid_m = (M + BM - 1) / BM;
     const int grid_n = (N + BN - 1) / BN;
     const int tiles = grid_m * grid_n * batches;
@@ -476,6 +492,13 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
             mbar_init(empty_bar + 8 * s, THREADS);
+        }
+        if constexpr (DYNAMIC_TILES) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                mbar_init(id_full_bar + 8 * r, 1);         // the producer thread
+                mbar_init(id_empty_bar + 8 * r, THREADS);  // every consumer thread
+            }
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -490,7 +513,38 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map_b)) : "memory");
             int slot = 0, issued = 0;
             unsigned phase = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int id_slot = 0;
+            unsigned id_phase = 0;
+            int fetched = 0;
+            for (int t = blockIdx.x;; t += gridDim.x) {
+                if constexpr (DYNAMIC_TILES) {
+                    // Every CTA takes tickets until one is past the last tile, so one launch
+                    // hands out exactly tiles + gridDim.x tickets. The CTA holding the last
+                    // one is the last to touch the counter in this launch: it sets it back to
+                    // zero, and the next launch on the stream starts from 0 without a memset
+                    // (the backend zeroes the counter once, when it allocates it).
+                    unsigned ticket;
+                    asm volatile("atom.global.add.u32 %0, [%1], 1;\n"
+                                 : "=r"(ticket)
+                                 : "l"(reinterpret_cast<unsigned long long>(tile_counter))
+                                 : "memory");
+                    if (ticket == static_cast<unsigned>(tiles) + gridDim.x - 1)
+                        asm volatile("st.global.u32 [%0], 0;\n" ::"l"(reinterpret_cast<unsigned long long>(tile_counter))
+                                     : "memory");
+                    t = ticket < static_cast<unsigned>(tiles) ? static_cast<int>(ticket) : tiles;
+                    // Publish the id in pipeline order: wait until the consumers have read the
+                    // id this slot held two tiles ago, write, then arrive (release) on its
+                    // "written" barrier, which the consumers wait on (acquire) before reading.
+                    if (fetched >= 2) mbar_wait(id_empty_bar + 8 * id_slot, id_phase ^ 1);
+                    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(id_slots + 4 * id_slot), "r"(t) : "memory");
+                    mbar_arrive(id_full_bar + 8 * id_slot);
+                    ++fetched;
+                    if (++id_slot == 2) {
+                        id_slot = 0;
+                        id_phase ^= 1;
+                    }
+                }
+                if (t >= tiles) break;
                 int m_base, n_base, batch;
                 tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
                 for (int kt = 0; kt < k_tiles; ++kt, ++issued) {
@@ -519,7 +573,20 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
     float acc[MT][ACC];
     int slot = 0;
     unsigned phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int id_slot = 0;
+    unsigned id_phase = 0;
+    for (int t = blockIdx.x;; t += gridDim.x) {
+        if constexpr (DYNAMIC_TILES) {
+            // The next id the producer fetched (tiles: no more), then free its slot.
+            mbar_wait(id_full_bar + 8 * id_slot, id_phase);
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(t) : "r"(id_slots + 4 * id_slot) : "memory");
+            mbar_arrive(id_empty_bar + 8 * id_slot);
+            if (++id_slot == 2) {
+                id_slot = 0;
+                id_phase ^= 1;
+            }
+        }
+        if (t >= tiles) break;
         int m_base, n_base, batch;
         tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
         consume_k_tiles(acc, k_tiles, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
@@ -584,7 +651,8 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
 // C[b] = A[b] · B[b] (mm, bmm) or alpha · A · B + beta · bias (addmm, bias [N] broadcast
 // over rows). The tensor maps describe A as [batch][M][K] or [batch][K][M] and B as
 // [batch][K][N] or [batch][N][K] in their storage order (innermost first on the host);
-// C is row-major [batch][M][N] with row stride ldc.
+// C is row-major [batch][M][N] with row stride ldc. tile_counter: MMT_DYNAMIC_TILES's tile
+// counter (zero at launch, zero again when the launch ends); unused otherwise.
 #if MMT_CLUSTER_M > 1
 #define MMT_CLUSTER_DIMS __cluster_dims__(MMT_CLUSTER_M, 1, 1)
 #else
@@ -594,14 +662,14 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
 extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
     mmt_gemm(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, elem_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long ldc, long long stride_c, float alpha,
-             float beta, int batches) {
+             float beta, int batches, unsigned* tile_counter) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 #ifdef MMT_TEST_FAULT
     // Test only (as in gemm_kernel.cuh): an illegal address, a sticky fault.
     if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(16ull) = M;
 #endif
 #if MMT_PERSISTENT
-    persistent_gemm(map_a, map_b, c, bias, M, N, K, ldc, stride_c, alpha, beta, batches, smem_raw);
+    persistent_gemm(map_a, map_b, c, bias, M, N, K, ldc, stride_c, alpha, beta, batches, tile_counter, smem_raw);
     return;
 #endif
     // Swizzled boxes and descriptors assume 1024-byte aligned stages (base offset 0).

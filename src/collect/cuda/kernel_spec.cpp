@@ -179,7 +179,7 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& s, const D
     return std::nullopt;
 }
 
-bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool persistent) {
+bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool persistent, bool dynamic_tiles) {
     if (cluster_m != 1 && cluster_m != 2) throw core::InputError("cluster_m", "must be 1 or 2");
     if (wgmma_unsupported_reason(s, limits)) return false;
     s.math = MathPath::wgmma;
@@ -188,9 +188,11 @@ bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool
     s.even_k = false;
     s.frag_pipeline = false;
     s.persistent = false;
+    s.dynamic_tiles = false;
     if (persistent && cluster_m == 1) {
         s.persistent = true;
-        if (shared_bytes(s) > limits.max_shared_bytes) s.persistent = false;
+        s.dynamic_tiles = dynamic_tiles;
+        if (shared_bytes(s) > limits.max_shared_bytes) s.persistent = s.dynamic_tiles = false;
     }
     return true;
 }
@@ -238,7 +240,8 @@ std::size_t shared_bytes(const KernelSpec& s) {
         const std::size_t data = s.persistent ? stage * s.num_stages + static_cast<std::size_t>(s.num_warps / 4) *
                                                                            32 * (s.wg_n + 8) * es
                                               : std::max(stage * s.num_stages, c_tile);
-        return 1024 + data + 24 * static_cast<std::size_t>(s.num_stages);
+        // Dynamic tiles: two tile ids and their two mbarrier pairs (48 bytes, 8-aligned).
+        return 1024 + data + 24 * static_cast<std::size_t>(s.num_stages) + (s.persistent && s.dynamic_tiles ? 48 : 0);
     }
     return static_cast<std::size_t>(s.block_m + s.block_n) * s.block_k * s.num_stages * core::dtype_size(s.dtype);
 }
@@ -309,6 +312,7 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_WG_N", s.wg_n);
         def("MMT_CLUSTER_M", s.cluster_m);
         def("MMT_PERSISTENT", s.persistent ? 1 : 0);
+        def("MMT_DYNAMIC_TILES", s.persistent && s.dynamic_tiles ? 1 : 0);
     }
     if (s.test_fault) def("MMT_TEST_FAULT", 1);
     return o.str();
@@ -321,7 +325,7 @@ std::string spec_name(const KernelSpec& s) {
       << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "")
       << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
       << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "")
-      << (s.math == MathPath::wgmma && s.persistent ? "_p" : "") << (s.test_fault ? "_TESTFAULT" : "");
+      << (s.math == MathPath::wgmma && s.persistent ? (s.dynamic_tiles ? "_pd" : "_p") : "") << (s.test_fault ? "_TESTFAULT" : "");
     return o.str();
 }
 

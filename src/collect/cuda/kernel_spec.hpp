@@ -66,6 +66,9 @@ struct KernelSpec {
     /// each looping over output tiles (persistent_grid), the loads of the next tile
     /// overlapping the epilogue, C staged in a buffer of its own. Clusters of one only.
     bool persistent = false;
+    /// wgmma path, persistent only (MMT_DYNAMIC_TILES): CTAs take their tiles from a global
+    /// counter (the kernel's tile_counter argument) instead of the static stride.
+    bool dynamic_tiles = false;
     /// Test only (MMT_TEST_FAULT_CONFIG): the kernel writes through an illegal address.
     /// Part of the prelude, so a faulting kernel never shares a cache entry with a sound one.
     bool test_fault = false;
@@ -120,8 +123,10 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, cons
 /// in clusters of `cluster_m` CTAs (1 or 2) along M; returns whether it did. EVEN_K and
 /// frag_pipeline drop out (TMA zero-fills K). With `persistent` (and cluster_m 1) the
 /// spec gets persistent CTAs when their shared memory (the stages plus the C buffer)
-/// also fits; else it stays one tile per CTA.
-bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1, bool persistent = false);
+/// also fits; else it stays one tile per CTA. `dynamic_tiles` makes a persistent spec
+/// take its tiles from the global counter (KernelSpec::dynamic_tiles).
+bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1, bool persistent = false,
+                  bool dynamic_tiles = false);
 
 /// CTAs of a spec that one SM holds at once, from its shared memory, threads and
 /// registers per thread (sm_90 limits: 228 KiB shared memory with 1 KiB reserved per
