@@ -14,7 +14,9 @@
 // --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --static-tiles (persistent CTAs walk tiles by the static stride instead of the default
-// global tile counter).
+// global tile counter), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
+// the suite, e.g. "mm 256x4096x1024 bf16" for a K sweep), --warm-l2 (no L2 flush
+// before timed runs: separates DRAM from on-chip effects; collections always flush).
 
 #include <algorithm>
 #include <array>
@@ -51,6 +53,8 @@ struct Args {
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
     std::vector<std::string> configs;  // suite: configs whose name (e.g. "64x128x128 g8 s4 w4") contains one of these
+    std::vector<std::string> problems;  // suite: "mm 256x4096x1024 bf16" instead of the suite
+    bool warm_l2 = false;
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -62,6 +66,27 @@ Problem make_problem(const std::string& op, std::int64_t B, std::int64_t M, std:
     p.layout = layout;
     p.shape = core::make_shape(B, M, N, K, dtype);
     return p;
+}
+
+// "mm 256x4096x1024 bf16", "bmm 8x512x512x512 fp16", "addmm_nt 64x64x64 bf16": the names
+// shape_text gives, read back.
+Problem parse_problem(const std::string& text) {
+    std::istringstream in(text);
+    std::string op, dims, dtype;
+    if (!(in >> op >> dims >> dtype)) throw std::runtime_error("--problem: '" + text + "': want OP [Bx]MxNxK DTYPE");
+    std::string layout = "nn";
+    if (const auto us = op.find('_'); us != std::string::npos) {
+        layout = op.substr(us + 1);
+        op = op.substr(0, us);
+    }
+    std::vector<std::int64_t> d;
+    std::istringstream ds(dims);
+    for (std::string part; std::getline(ds, part, 'x');) d.push_back(std::stoll(part));
+    if (d.size() == 3) d.insert(d.begin(), 1);
+    const std::map<std::string, std::string> dtypes{{"bf16", "bfloat16"}, {"fp16", "float16"}, {"fp32", "float32"}};
+    if (d.size() != 4 || !dtypes.count(dtype) || (op != "mm" && op != "addmm" && op != "bmm"))
+        throw std::runtime_error("--problem: '" + text + "': want OP [Bx]MxNxK DTYPE (bf16, fp16, fp32)");
+    return make_problem(op, d[0], d[1], d[2], d[3], dtypes.at(dtype), layout);
 }
 
 std::string shape_text(const Problem& p) {
@@ -119,6 +144,7 @@ void run_suite(const Args& args) {
                             : !args.persistent       ? "_one_tile_per_cta"
                             : !args.dynamic_tiles    ? "_static_tiles"
                                                      : "";
+    const std::string out_name = "suite" + tag + (args.warm_l2 ? "_warm_l2" : "");
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
     std::vector<Problem> problems{make_problem("addmm", 1, 4096, 4096, 4096, "bfloat16"),
@@ -138,6 +164,10 @@ void run_suite(const Args& args) {
         problems.push_back(make_problem("mm", 1, 1376, 80, 216, dtype));
     }
 
+    if (!args.problems.empty()) {
+        problems.clear();
+        for (const auto& text : args.problems) problems.push_back(parse_problem(text));
+    }
     if (!args.only.empty())
         problems.erase(std::remove_if(problems.begin(), problems.end(),
                                       [&](const Problem& p) {
@@ -160,8 +190,8 @@ void run_suite(const Args& args) {
                                         }),
                          exhaustive.end());
     const auto defaults = default_configs();
-    const TimingOptions screen{1, 3};
-    const TimingOptions confirm{3, 20};
+    const TimingOptions screen{1, 3, !args.warm_l2};
+    const TimingOptions confirm{3, 20, !args.warm_l2};
     std::ostringstream md, csv;
     md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
        << (args.wgmma ? " (wgmma path where the rule admits the config" : " (mma.sync only")
@@ -169,7 +199,8 @@ void run_suite(const Args& args) {
        << (args.wgmma && args.cluster == 1 ? (args.persistent ? (args.dynamic_tiles ? ", persistent CTAs where they fit, dynamic tiles)"
                                                                           : ", persistent CTAs where they fit, static tiles)")
                                                          : ", one tile per CTA)") : ")")
-       << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "") << "\n\n"
+       << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "")
+       << (args.warm_l2 ? ", WARM L2 (no flush)" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
           "ratio | timed / pruned / screened / failed |\n|---|---|---|---|---|---|---|---|---|\n";
     csv << "problem,cublas_ms,cublas_tflops,best_config,best_ms,best_tflops,ratio,default_config,default_ms,"
@@ -241,8 +272,8 @@ void run_suite(const Args& args) {
        << ", read from the disk cache " << st.cache.disk_hits << ", verified " << st.kernels_verified
        << ", wrong " << st.verification_failures << ".\n";
     std::printf("%s", md.str().c_str());
-    write_file(args.out / ("suite" + tag + ".md"), md.str());
-    write_file(args.out / ("suite" + tag + ".csv"), csv.str());
+    write_file(args.out / (out_name + ".md"), md.str());
+    write_file(args.out / (out_name + ".csv"), csv.str());
 }
 
 // ---------------------------------------------------------------------- throughput
@@ -432,6 +463,10 @@ int main(int argc, char** argv) {
             args.only.push_back(argv[++i]);
         else if (a == "--config" && i + 1 < argc)
             args.configs.push_back(argv[++i]);
+        else if (a == "--problem" && i + 1 < argc)
+            args.problems.push_back(argv[++i]);
+        else if (a == "--warm-l2")
+            args.warm_l2 = true;
         else if (args.mode.empty() && a[0] != '-')
             args.mode = a;
         else {
@@ -441,7 +476,13 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--static-tiles]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--static-tiles] [--problem TEXT]... [--warm-l2]\n");
+        return 2;
+    }
+    try {
+        for (const auto& text : args.problems) parse_problem(text);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
         return 2;
     }
     if (!cuda_backend_device_available()) {

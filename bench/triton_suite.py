@@ -84,6 +84,24 @@ def select_shapes(spec):
     return chosen
 
 
+PROBLEM = re.compile(r"^(mm|addmm|bmm) (?:(\d+)x)?(\d+)x(\d+)x(\d+) (bf16|fp16)$")
+
+
+def parse_problems(spec):
+    """--problems: ';'-separated names as cuda_gemm_bench's --problem takes them ("mm
+    256x4096x1024 bf16", "bmm 8x512x512x512 fp16"), measured instead of the suite."""
+    problems = []
+    for text in (t.strip() for t in spec.split(";")):
+        if not text:
+            continue
+        m = PROBLEM.match(text)
+        if not m:
+            fail(f"--problems: '{text}': want 'OP [Bx]MxNxK DTYPE' (OP mm/addmm/bmm, DTYPE bf16/fp16)")
+        op, batch, mm, nn, kk, dtype = m.groups()
+        problems.append((op, int(batch or 1), int(mm), int(nn), int(kk), dtype))
+    return problems
+
+
 def fail(message, code=2):
     """One line on stderr and a non-zero exit: 2 for bad input, 1 when nothing can run."""
     print(f"error: {message}", file=sys.stderr)
@@ -111,8 +129,9 @@ def fmt(value, digits=1):
 class ColdTimer:
     """CUDA-event timing with L2 flushed before every timed call."""
 
-    def __init__(self, torch, warmup, repeat, sleep_cycles):
+    def __init__(self, torch, warmup, repeat, sleep_cycles, warm_l2=False):
         self.torch = torch
+        self.warm_l2 = warm_l2
         self.warmup = warmup
         self.repeat = repeat
         props = torch.cuda.get_device_properties(0)
@@ -130,7 +149,8 @@ class ColdTimer:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.repeat)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.repeat)]
         for i in range(self.repeat):
-            self.flush.zero_()
+            if not self.warm_l2:
+                self.flush.zero_()
             if self.sleep_cycles:
                 torch.cuda._sleep(self.sleep_cycles)
             starts[i].record()
@@ -337,8 +357,10 @@ def markdown(result):
     lines = [f"# Inductor Triton GEMM vs cuBLAS on {result['device']}", ""]
     lines.append(f"torch {result['torch']}, triton {result['triton']}, CUDA {result['cuda']}; "
                  f"Inductor max-autotune, backends TRITON, search space {result['search_space']}"
-                 f"{', persistent TMA template on' if result.get('tma') else ''}; cold L2 "
-                 f"({result['flush_bytes'] >> 20} MiB written before each run), median of {result['repeat']} "
+                 f"{', persistent TMA template on' if result.get('tma') else ''}; "
+                 + ("WARM L2 (no flush)" if result.get("warm_l2") else
+                    f"cold L2 ({result['flush_bytes'] >> 20} MiB written before each run)")
+                 + f", median of {result['repeat']} "
                  f"runs after {result['warmup']} warmup calls.")
     lines.append("")
     lines.append("| shape | dtype | cuBLAS TFLOP/s | Triton TFLOP/s | Triton/cuBLAS | Triton config | compile s |")
@@ -420,6 +442,8 @@ def parse_args(argv):
     p.add_argument("--out", default=os.environ.get("OUT") or "out", help="output directory (default $OUT or out/)")
     p.add_argument("--shapes", default="", help="comma-separated substrings selecting suite problems "
                    "(e.g. '4096x4096x4096,bmm'); default: all")
+    p.add_argument("--problems", default="", help="';'-separated problems instead of the suite, named as "
+                   "cuda_gemm_bench's --problem takes them (e.g. 'mm 256x4096x1024 bf16;mm 256x4096x8192 bf16')")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls before timing (default 5)")
     p.add_argument("--repeat", type=int, default=20, help="timed runs per kernel, median reported (default 20)")
     p.add_argument("--budget", type=float, default=480.0,
@@ -435,6 +459,8 @@ def parse_args(argv):
     p.add_argument("--sleep-cycles", type=int, default=1_000_000,
                    help="GPU spin after each flush so host dispatch never lands inside the events (default 1e6, "
                         "~0.5 ms; 0 disables)")
+    p.add_argument("--warm-l2", action="store_true",
+                   help="no L2 flush before timed calls (diagnostics; as cuda_gemm_bench --warm-l2)")
     p.add_argument("--seed", type=int, default=42, help="operand seed (default 42)")
     p.add_argument("--ours", default="", help="cuda_gemm_bench suite.csv: also write a combined table")
     p.add_argument("--report-only", action="store_true",
@@ -476,7 +502,7 @@ def main(argv=None):
 
 
 def run_suite(args, json_path):
-    problems = select_shapes(args.shapes)
+    problems = parse_problems(args.problems) if args.problems else select_shapes(args.shapes)
     try:
         import torch
         import triton
@@ -487,7 +513,7 @@ def run_suite(args, json_path):
     import torch._inductor.config  # noqa: F401  (torch.compile options are checked against it)
 
     torch.manual_seed(args.seed)
-    timer = ColdTimer(torch, args.warmup, args.repeat, args.sleep_cycles)
+    timer = ColdTimer(torch, args.warmup, args.repeat, args.sleep_cycles, args.warm_l2)
     options, missing = inductor_options(torch, args.search_space, args.tma, args.fresh_cache)
     result = {
         "device": torch.cuda.get_device_name(0),
@@ -501,6 +527,7 @@ def run_suite(args, json_path):
         "repeat": args.repeat,
         "flush_bytes": timer.flush.numel() * 4,
         "sleep_cycles": timer.sleep_cycles,
+        "warm_l2": args.warm_l2,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rows": [],
         "notes": [],

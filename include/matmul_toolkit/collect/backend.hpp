@@ -36,6 +36,9 @@ struct Problem {
 struct TimingOptions {
     int warmup = 3;
     int repeat = 10;
+    /// GPU backends: evict L2 before every timed run (cold L2, what collections record).
+    /// Off only for diagnostics (warm-L2 rates); the CPU backend has no such flush.
+    bool flush_l2 = true;
 };
 
 /// The result of timing one kernel: the median and the spread of `repeat` runs.

@@ -141,7 +141,8 @@ Timing EventTimer::time(const std::function<void()>& launch, const TimingOptions
     ensure_events(2 * static_cast<std::size_t>(repeat));
     for (int r = 0; r < repeat; ++r) {
         // A different value each time, so no layer can skip the write as redundant.
-        CUDA_CHECK(api.cuMemsetD32Async(m_flush.get(), ++m_flush_value, m_flush_words, m_stream));
+        if (options.flush_l2)
+            CUDA_CHECK(api.cuMemsetD32Async(m_flush.get(), ++m_flush_value, m_flush_words, m_stream));
         CUDA_CHECK(api.cuEventRecord(m_events[2 * r], m_stream));
         launch();
         CUDA_CHECK(api.cuEventRecord(m_events[2 * r + 1], m_stream));
