@@ -13,8 +13,8 @@
 // contains TEXT; DEFAULT configs are still ranked among those timed),
 // --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
-// --static-tiles (persistent CTAs walk tiles by the static stride instead of the default
-// global tile counter), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
+// --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
+// static stride), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
 // the suite, e.g. "mm 256x4096x1024 bf16" for a K sweep), --warm-l2 (no L2 flush
 // before timed runs: separates DRAM from on-chip effects; collections always flush).
 
@@ -48,7 +48,7 @@ struct Args {
     bool wgmma = true;
     int cluster = 1;
     bool persistent = true;
-    bool dynamic_tiles = true;
+    bool dynamic_tiles = false;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -142,7 +142,7 @@ void run_suite(const Args& args) {
     const std::string tag = !args.wgmma              ? "_no_wgmma"
                             : args.cluster > 1       ? "_cluster" + std::to_string(args.cluster)
                             : !args.persistent       ? "_one_tile_per_cta"
-                            : !args.dynamic_tiles    ? "_static_tiles"
+                            : args.dynamic_tiles     ? "_dynamic_tiles"
                                                      : "";
     const std::string out_name = "suite" + tag + (args.warm_l2 ? "_warm_l2" : "");
     const int sms = backend.device().multiprocessors;
@@ -451,8 +451,8 @@ int main(int argc, char** argv) {
             args.wgmma = false;
         else if (a == "--no-persistent")
             args.persistent = false;
-        else if (a == "--static-tiles")
-            args.dynamic_tiles = false;
+        else if (a == "--dynamic-tiles")
+            args.dynamic_tiles = true;
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
         else if (a == "--large")
@@ -476,7 +476,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--static-tiles] [--problem TEXT]... [--warm-l2]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--dynamic-tiles] [--problem TEXT]... [--warm-l2]\n");
         return 2;
     }
     try {

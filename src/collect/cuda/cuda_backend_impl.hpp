@@ -45,10 +45,10 @@ struct CudaBackendOptions {
     /// the large suite shapes, nowhere slower.
     bool wgmma_persistent = true;
     /// wgmma path, persistent CTAs: take tiles from a global counter (KernelSpec::
-    /// dynamic_tiles) rather than the static stride blockIdx.x, + gridDim.x, ... Measured on
-    /// an H100 (bench/NOTES_cuda.md): +4-5 % on 2552x10616x7616, where the static stride
-    /// lost to one tile per CTA; within 1.5 % elsewhere.
-    bool wgmma_dynamic_tiles = true;
+    /// dynamic_tiles) rather than the static stride blockIdx.x, + gridDim.x, ... Off: measured
+    /// (bench/NOTES_cuda.md) +4-5 % on 2552x10616x7616 on an H100 but 0.5-4 % slower on the
+    /// other large shapes there and 1-3 % slower on every large shape on an H200.
+    bool wgmma_dynamic_tiles = false;
     /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
     /// small problems too make each CTA walk several tiles.
     int wgmma_max_ctas = 0;
