@@ -14,7 +14,8 @@
 // --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
-// static stride), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
+// static stride), --no-split-tail (persistent CTAs run the last, partial wave's tiles whole
+// instead of split along K), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
 // the suite, e.g. "mm 256x4096x1024 bf16" for a K sweep), --warm-l2 (no L2 flush
 // before timed runs: separates DRAM from on-chip effects; collections always flush).
 
@@ -49,6 +50,7 @@ struct Args {
     int cluster = 1;
     bool persistent = true;
     bool dynamic_tiles = false;
+    bool split_tail = true;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -138,12 +140,13 @@ void run_suite(const Args& args) {
     o.wgmma_cluster = args.cluster;
     o.wgmma_persistent = args.persistent;
     o.wgmma_dynamic_tiles = args.dynamic_tiles;
+    o.wgmma_split_tail = args.split_tail;
     cuda::CudaBackend backend(o);
     const std::string tag = !args.wgmma              ? "_no_wgmma"
                             : args.cluster > 1       ? "_cluster" + std::to_string(args.cluster)
                             : !args.persistent       ? "_one_tile_per_cta"
-                            : args.dynamic_tiles     ? "_dynamic_tiles"
-                                                     : "";
+                            : (args.dynamic_tiles ? std::string("_dynamic_tiles") : std::string()) +
+                                  (args.split_tail ? "" : "_no_split_tail");
     const std::string out_name = "suite" + tag + (args.warm_l2 ? "_warm_l2" : "");
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
@@ -196,9 +199,12 @@ void run_suite(const Args& args) {
     md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
        << (args.wgmma ? " (wgmma path where the rule admits the config" : " (mma.sync only")
        << (args.wgmma && args.cluster > 1 ? ", clusters of " + std::to_string(args.cluster) : "")
-       << (args.wgmma && args.cluster == 1 ? (args.persistent ? (args.dynamic_tiles ? ", persistent CTAs where they fit, dynamic tiles)"
-                                                                          : ", persistent CTAs where they fit, static tiles)")
-                                                         : ", one tile per CTA)") : ")")
+       << (args.wgmma && args.cluster == 1
+               ? (args.persistent ? std::string(", persistent CTAs where they fit, ") +
+                                        (args.dynamic_tiles ? "dynamic tiles" : "static tiles") +
+                                        (args.split_tail ? ", split tail)" : ", no split tail)")
+                                  : std::string(", one tile per CTA)"))
+               : std::string(")"))
        << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "")
        << (args.warm_l2 ? ", WARM L2 (no flush)" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
@@ -453,6 +459,8 @@ int main(int argc, char** argv) {
             args.persistent = false;
         else if (a == "--dynamic-tiles")
             args.dynamic_tiles = true;
+        else if (a == "--no-split-tail")
+            args.split_tail = false;
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
         else if (a == "--large")
@@ -476,7 +484,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--dynamic-tiles] [--problem TEXT]... [--warm-l2]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--problem TEXT]... [--warm-l2]\n");
         return 2;
     }
     try {

@@ -49,23 +49,31 @@ const std::vector<core::GemmConfig>& wgmma_configs() {
 // Persistent CTAs with dynamic and with static tiles (grid capped at 3 CTAs, so each
 // walks several tiles and, for bmm, both batches; one backend verifies one kernel after
 // another, so a tile counter left non-zero by a launch would leave the next one's C
-// unwritten), one tile per CTA, and clusters of two CTAs (TMA multicast of B); the
-// verification problem has 9 rows of tiles, so a cluster's second CTA also runs past the
-// last row.
+// unwritten), the same uncapped (verification then runs on 2/3 as many CTAs as tiles and
+// splits the last wave's tiles along K: whole tiles, split ones, and flags that must be
+// back at zero for the next kernel), one tile per CTA, and clusters of two CTAs (TMA
+// multicast of B); the verification problem has 9 rows of tiles, so a cluster's second
+// CTA also runs past the last row.
 TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
     std::vector<std::string> failures;
-    std::size_t checked = 0, persistent = 0, dynamic = 0;
+    std::size_t checked = 0, persistent = 0, dynamic = 0, split = 0;
     struct Variant {
         int cluster;
         bool persist, dynamic_tiles;
+        int max_ctas;
     };
-    for (const auto& [cluster, persist, dynamic_tiles] :
-         std::vector<Variant>{{1, true, true}, {1, true, false}, {1, false, false}, {2, false, false}}) {
+    for (const auto& [cluster, persist, dynamic_tiles, max_ctas] :
+         std::vector<Variant>{{1, true, true, 3},
+                              {1, true, false, 3},
+                              {1, true, false, 0},
+                              {1, true, true, 0},
+                              {1, false, false, 3},
+                              {2, false, false, 3}}) {
     CudaBackendOptions o = options();
     o.wgmma_cluster = cluster;
     o.wgmma_persistent = persist;
     o.wgmma_dynamic_tiles = dynamic_tiles;
-    o.wgmma_max_ctas = 3;
+    o.wgmma_max_ctas = max_ctas;
     CudaBackend backend(o);
     for (const std::string dtype : {"float16", "bfloat16"})
         for (const std::string op : {"mm", "addmm", "bmm"})
@@ -75,7 +83,9 @@ TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
                 for (const auto& c : wgmma_configs()) {
                     KernelSpec spec = make_spec(c, p);
                     if (!select_wgmma(spec, backend.limits(), cluster, persist, dynamic_tiles)) continue;
+                    const std::size_t splits_before = backend.stats().split_tail_launches;
                     const Verification v = backend.verify(spec);
+                    split += backend.stats().split_tail_launches > splits_before ? 1 : 0;
                     ++checked;
                     persistent += spec.persistent ? 1 : 0;
                     dynamic += spec.dynamic_tiles ? 1 : 0;
@@ -86,24 +96,30 @@ TEST_F(CudaWgmmaTest, EveryDtypeOpAndLayoutMatchesCublas) {
     std::string listed;
     for (std::size_t i = 0; i < failures.size() && i < 60; ++i) listed += "\n  " + failures[i];
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checked << " wrong:" << listed;
-    EXPECT_GE(checked, 720u);  // 4 variants x 192 specs
-    EXPECT_GE(persistent, 360u);
-    EXPECT_GE(dynamic, 180u);
+    EXPECT_GE(checked, 1080u);  // 6 variants x 192 specs
+    EXPECT_GE(persistent, 720u);
+    EXPECT_GE(dynamic, 360u);
+    EXPECT_GE(split, 360u);
 }
 
 // The path the collection takes (prune, time, the launch with tensor maps) on a ragged
-// problem larger than the verification one, with and without the wgmma option.
+// problem larger than the verification one, with and without the wgmma option; with
+// persistent CTAs also on a problem of fewer tiles than SMs, whose tiles the split tail
+// divides along K (500 x 1064 in 128 x 128 tiles: 36, K = 2000 in 32 k-tiles).
 TEST_F(CudaWgmmaTest, TimedProblemMatchesCublasOnBothPaths) {
-    for (const auto& [wgmma, cluster] :
-         std::vector<std::pair<bool, int>>{{true, 1}, {true, -1}, {true, 2}, {false, 1}, {true, 0}}) {
+    for (const auto& [wgmma, cluster] : std::vector<std::pair<bool, int>>{
+             {true, 1}, {true, -1}, {true, 2}, {false, 1}, {true, 0}, {true, 3}, {true, -3}}) {
         CudaBackendOptions o = options();
         o.wgmma = wgmma;
-        // cluster 0: one tile per CTA; 1: persistent CTAs, dynamic tiles; -1: static tiles.
-        o.wgmma_cluster = std::max(cluster, 1);
-        o.wgmma_persistent = cluster == 1 || cluster == -1;
-        o.wgmma_dynamic_tiles = cluster != -1;
+        // cluster 0: one tile per CTA; 1: persistent CTAs, dynamic tiles; -1: static tiles;
+        // 3 / -3: the same on the split problem.
+        o.wgmma_cluster = cluster == 2 ? 2 : 1;
+        o.wgmma_persistent = cluster != 0 && cluster != 2;
+        o.wgmma_dynamic_tiles = cluster > 0;
         CudaBackend backend(o);
-        const Problem p = problem(1, 1000, 1064, 776, "bfloat16", "addmm", "nn");
+        const bool split_problem = cluster == 3 || cluster == -3;
+        const Problem p = split_problem ? problem(1, 500, 1064, 2000, "bfloat16", "addmm", "nn")
+                                        : problem(1, 1000, 1064, 776, "bfloat16", "addmm", "nn");
         backend.prepare(p, 7);
         const core::GemmConfig c = config(128, 128, 64, 3, 4);
         ASSERT_EQ(backend.prune({c}, p).kept.size(), 1u);
@@ -118,6 +134,7 @@ TEST_F(CudaWgmmaTest, TimedProblemMatchesCublasOnBothPaths) {
         EXPECT_LT(worst, 2e-2) << (wgmma ? "wgmma, cluster " + std::to_string(cluster) : "mma.sync");
         // Stale tiles would pass as zeros nowhere: the output is the product, not a leftover.
         EXPECT_GT(std::fabs(ours[ours.size() / 2]), 1.0f);
+        if (split_problem) EXPECT_GT(backend.stats().split_tail_launches, 0u);
     }
 }
 

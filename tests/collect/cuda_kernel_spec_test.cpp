@@ -264,11 +264,12 @@ TEST(CudaKernelSpec, PersistentWgmmaSpecsWhereTheirSharedMemoryFits) {
     auto clustered = mma;
     ASSERT_TRUE(select_wgmma(clustered, kH100, 2, true));
     EXPECT_FALSE(clustered.persistent);
-    // Grid: min(tiles, SMs x resident CTAs); tiles count every batch.
-    EXPECT_EQ(persistent_grid(persistent, 2552, 10616, 1, 132, 1), 132);
-    EXPECT_EQ(persistent_grid(persistent, 300, 200, 1, 132, 1), 4);
-    EXPECT_EQ(persistent_grid(persistent, 300, 200, 40, 132, 1), 132);
-    EXPECT_EQ(persistent_grid(persistent, 1024, 1024, 32, 132, 2), 264);
+    // Without the split tail the grid is min(tiles, SMs x resident CTAs); tiles count
+    // every batch.
+    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 2552, 10616), 119, 132, false).grid, 132);
+    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 300, 200), 119, 132, false).grid, 4);
+    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 300, 200) * 40, 119, 132, false).grid, 132);
+    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 1024, 1024) * 32, 119, 264, false).grid, 264);
     // One 196 KiB CTA per SM; 4-warp 128 x 128 x 64 with 3 stages (~105 KiB): two.
     EXPECT_EQ(resident_ctas_per_sm(persistent, 168), 1);
     auto small = make_spec(config(128, 128, 64, 3, 4), p);
@@ -277,6 +278,44 @@ TEST(CudaKernelSpec, PersistentWgmmaSpecsWhereTheirSharedMemoryFits) {
     EXPECT_EQ(resident_ctas_per_sm(small, 168), 2);
     // Registers bound too: 255 per thread are 8192 per warp, 8 warps per SM, one 5-warp CTA.
     EXPECT_EQ(resident_ctas_per_sm(small, 255), 1);
+}
+
+TEST(CudaKernelSpec, SplitTailSpreadsTheLastWaveOverIdleSms) {
+    // 2552 x 10616 in 256 x 128 tiles: 830 = 6 waves of 132 + 38; the 38 split in 3
+    // (132 / 38), 119 k-tiles of 64: 792 whole tiles, then 114 parts, all on 132 CTAs.
+    PersistentPlan p = plan_persistent(830, 119, 132, true);
+    EXPECT_EQ(p.splits, 3);
+    EXPECT_EQ(p.split_from, 792);
+    EXPECT_EQ(p.units, 792 + 38 * 3);
+    EXPECT_EQ(p.split_tiles(), 38);
+    EXPECT_EQ(p.grid, 132);
+    // Fewer tiles than SMs (256 x 4096 in 128 x 128: 64): all split, one part per CTA,
+    // at most kMaxTailSplits parts.
+    p = plan_persistent(64, 64, 132, true);
+    EXPECT_EQ(p.splits, 2);
+    EXPECT_EQ(p.split_from, 0);
+    EXPECT_EQ(p.grid, 128);
+    p = plan_persistent(16, 64, 132, true);
+    EXPECT_EQ(p.splits, kMaxTailSplits);
+    EXPECT_EQ(p.grid, 16 * kMaxTailSplits);
+    // Parts keep at least kMinKTilesPerSplit k-tiles: K = 216 in 64-deep tiles is 4.
+    p = plan_persistent(11, 4, 132, true);
+    EXPECT_EQ(p.splits, 1);
+    EXPECT_EQ(p.split_tiles(), 0);
+    EXPECT_EQ(p.units, 11);
+    EXPECT_EQ(p.split_from, 11);
+    EXPECT_EQ(p.grid, 11);
+    EXPECT_EQ(plan_persistent(11, 8, 132, true).splits, 2);
+    EXPECT_EQ(plan_persistent(11, 4, 132, true, 1).splits, 4);
+    // A nearly full last wave (120 of 132) or full waves: nothing to split.
+    EXPECT_EQ(plan_persistent(252, 119, 132, true).splits, 1);
+    EXPECT_EQ(plan_persistent(264, 119, 132, true).splits, 1);
+    EXPECT_EQ(plan_persistent(264, 119, 132, true).grid, 132);
+    // Off: the plain grid.
+    p = plan_persistent(830, 119, 132, false);
+    EXPECT_EQ(p.splits, 1);
+    EXPECT_EQ(p.units, 830);
+    EXPECT_EQ(p.grid, 132);
 }
 
 TEST(CudaKernelSpec, DynamicTilesArePersistentOnly) {

@@ -47,6 +47,12 @@ Problem problem_for(const Variant& v, std::size_t index) {
     return p;
 }
 
+std::size_t occurrences(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+    return n;
+}
+
 // Compiles every job (a .spec and an .arch) on one forked NVRTC process per hardware
 // thread (NVRTC serialises compilations inside a process) and returns
 // "<kernel> <arch>: <log>" for each job whose result `accept` refuses.
@@ -223,7 +229,10 @@ TEST(CudaNvrtcCompiler, CompilesWgmmaKernelsForSm90a) {
                ptx.find("cp.async.bulk.tensor.3d") != std::string::npos &&
                (ptx.find(".multicast::cluster") != std::string::npos) == (job.spec.cluster_m == 2) &&
                (ptx.find("bar.sync 2, 128") != std::string::npos) == job.spec.persistent &&
-               (ptx.find("atom.global.add.u32") != std::string::npos) == job.spec.dynamic_tiles &&
+               // Persistent: the split tail's flag and reduction; dynamic tiles: the ticket too.
+               (ptx.find("bar.red.or.pred") != std::string::npos) == job.spec.persistent &&
+               occurrences(ptx, "atom.global.add.u32") ==
+                   (job.spec.persistent ? 1u : 0u) + (job.spec.dynamic_tiles ? 1u : 0u) &&
                ptx.find("mma.sync") == std::string::npos;
     });
     EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];

@@ -151,6 +151,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
       m_wgmma_cluster(options.wgmma_cluster),
       m_wgmma_persistent(options.wgmma_persistent),
       m_wgmma_dynamic_tiles(options.wgmma_dynamic_tiles),
+      m_wgmma_split_tail(options.wgmma_split_tail),
       m_wgmma_max_ctas(options.wgmma_max_ctas) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
@@ -376,7 +377,8 @@ CudaBackend::LoadedKernel& CudaBackend::load(const KernelSpec& spec) {
     return m_kernels.emplace(key, k).first->second;
 }
 
-void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem& problem, const GemmOperands& ops) {
+void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem& problem, const GemmOperands& ops,
+                         bool verifying) {
     const auto& s = problem.shape;
     const ProblemStrides st = problem_strides(problem);
     const std::int64_t grid_m = (s.M + spec.block_m - 1) / spec.block_m;
@@ -393,15 +395,36 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
         encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
         int batches = static_cast<int>(s.B);
         CUdeviceptr counter = m_tile_counter.get();
-        void* wargs[] = {&map_a, &map_b, &c, &bias, &M, &N, &K, &ldc, &sc, &alpha, &beta, &batches, &counter};
         // Persistent CTAs walk the tiles of every batch themselves: a 1-D grid.
         long long ctas = grid_ctas(spec, s.M, s.N);
         unsigned grid_z = static_cast<unsigned>(s.B);
+        const long long tiles = ctas * s.B;
+        PersistentPlan plan = plan_persistent(tiles, 0, 1, false);
         if (spec.persistent) {
-            ctas = persistent_grid(spec, s.M, s.N, s.B, m_context.info().multiprocessors, k.ctas_per_sm);
-            if (m_wgmma_max_ctas > 0) ctas = std::min<long long>(ctas, m_wgmma_max_ctas);
+            long long capacity = static_cast<long long>(m_context.info().multiprocessors) * k.ctas_per_sm;
+            if (m_wgmma_max_ctas > 0) capacity = std::min<long long>(capacity, m_wgmma_max_ctas);
+            if (verifying) capacity = std::min(capacity, std::max(1LL, 2 * tiles / 3));
+            const long long k_tiles = (s.K + spec.block_k - 1) / spec.block_k;
+            plan = plan_persistent(tiles, k_tiles, capacity, m_wgmma_split_tail, verifying ? 1 : kMinKTilesPerSplit);
+            ctas = plan.grid;
             grid_z = 1;
         }
+        CUdeviceptr workspace = 0, flags = 0;
+        if (plan.split_tiles() > 0) {
+            const auto split_tiles = static_cast<std::size_t>(plan.split_tiles());
+            m_split_workspace.reserve(split_tiles * plan.splits * spec.block_m * spec.block_n * sizeof(float));
+            const std::size_t flag_bytes = split_tiles * static_cast<std::size_t>(spec.num_warps / 4) * sizeof(unsigned);
+            if (flag_bytes > m_split_flags.size()) {
+                m_split_flags.reserve(flag_bytes);
+                CUDA_CHECK(driver().cuMemsetD32Async(m_split_flags.get(), 0, m_split_flags.size() / 4, m_stream));
+            }
+            workspace = m_split_workspace.get();
+            flags = m_split_flags.get();
+            ++m_stats.split_tail_launches;
+        }
+        int split_from = static_cast<int>(plan.split_from), splits = plan.splits;
+        void* wargs[] = {&map_a, &map_b, &c,     &bias,      &M,     &N,          &K,     &ldc, &sc,
+                         &alpha, &beta,  &batches, &counter, &workspace, &flags, &split_from, &splits};
         CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(ctas), 1, grid_z,
                                            threads_per_block(spec), 1, 1, k.shared_bytes, m_stream, wargs, nullptr));
         return;
@@ -435,7 +458,7 @@ Verification CudaBackend::verify(const KernelSpec& spec) {
     // All-ones bytes are NaN in every float dtype: an element the kernel never writes fails.
     CUDA_CHECK(api.cuMemsetD8Async(m_vc.get(), 0xff, nc * es, m_stream));
     CUDA_CHECK(api.cuMemsetD8Async(m_vref.get(), 0xff, nc * es, m_stream));
-    launch(spec, k, p, {m_va.get(), m_vb.get(), m_vc.get(), m_vbias.get()});
+    launch(spec, k, p, {m_va.get(), m_vb.get(), m_vc.get(), m_vbias.get()}, /*verifying=*/true);
     m_cublas->run(p, {m_va.get(), m_vb.get(), m_vref.get(), m_vbias.get()}, false, /*fp32_reduction=*/true);
     const std::vector<float> out = download(m_vc.get(), dtype, nc);
     const std::vector<float> ref = download(m_vref.get(), dtype, nc);

@@ -49,6 +49,9 @@ struct CudaBackendOptions {
     /// (bench/NOTES_cuda.md) +4-5 % on 2552x10616x7616 on an H100 but 0.5-4 % slower on the
     /// other large shapes there and 1-3 % slower on every large shape on an H200.
     bool wgmma_dynamic_tiles = false;
+    /// wgmma path, persistent CTAs: split the last, partial wave's tiles along K
+    /// (plan_persistent), so they spread over the SMs the wave would leave idle.
+    bool wgmma_split_tail = true;
     /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
     /// small problems too make each CTA walk several tiles.
     int wgmma_max_ctas = 0;
@@ -65,6 +68,7 @@ struct CudaBackendStats {
     std::size_t modules_loaded = 0;
     std::size_t kernels_verified = 0;
     std::size_t verification_failures = 0;
+    std::size_t split_tail_launches = 0;  ///< persistent launches that split their last wave along K
     double verify_seconds = 0.0;
     double timed_seconds = 0.0;
 };
@@ -128,7 +132,11 @@ private:
     LoadedKernel& load(const KernelSpec& spec);
     LoadedKernel& load_verified(const KernelSpec& spec);
     CUfunction utility_function(const char* name);
-    void launch(const KernelSpec& spec, LoadedKernel& kernel, const Problem& problem, const GemmOperands& ops);
+    /// `verifying`: a persistent spec runs on fewer CTAs than tiles and splits down to one
+    /// k-tile per part, so the small verification problem takes whole tiles, several per
+    /// CTA, and split ones (when the split tail is on).
+    void launch(const KernelSpec& spec, LoadedKernel& kernel, const Problem& problem, const GemmOperands& ops,
+                bool verifying = false);
     void fill(CUdeviceptr ptr, const std::string& dtype, std::size_t count, std::uint64_t seed, float lo, float hi);
     std::vector<float> download(CUdeviceptr ptr, const std::string& dtype, std::size_t count);
     bool reference_tf32(const Problem& problem) const;
@@ -139,6 +147,7 @@ private:
     int m_wgmma_cluster = 1;
     bool m_wgmma_persistent = false;
     bool m_wgmma_dynamic_tiles = false;
+    bool m_wgmma_split_tail = false;
     int m_wgmma_max_ctas = 0;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
@@ -153,6 +162,9 @@ private:
     // The dynamic-tile kernels' tile counter (one unsigned, zeroed once; each launch leaves
     // it at zero again, gemm_kernel_sm90.cuh). One stream, so launches never share it.
     DeviceBuffer m_tile_counter;
+    // The split tail's float32 partial sums, and its flags (zeroed when allocated; each
+    // launch leaves them at zero again).
+    DeviceBuffer m_split_workspace, m_split_flags;
     // Verification operands (kept apart so the prepared problem stays intact).
     DeviceBuffer m_va, m_vb, m_vc, m_vref, m_vbias;
 

@@ -36,6 +36,16 @@
 // CTA the hardware balances the same way). The producer warp fetches the tile ids and
 // hands them to the consumers in order through a ring of two ids in shared memory
 // guarded by an mbarrier pair per id.
+//
+// Split tail (persistent, either schedule): the host may split the tiles of the last,
+// partial wave along K (plan_persistent in kernel_spec.cpp), so they keep every SM busy
+// instead of leaving most idle. The CTAs then walk work units: tiles [0, split_from)
+// whole, then `splits` parts of each later tile, part p taking k-tiles [p·kt/splits,
+// (p+1)·kt/splits). Each part's warpgroups store their float32 partial sums in the
+// workspace and count themselves on the tile's flag (one per warpgroup); the one that
+// arrives last adds the parts in part order (the same sum whoever is last), runs the
+// epilogue and sets the flag back to zero for the next launch. Nobody waits for another
+// CTA, so no schedule can deadlock.
 
 #define MMT_CAT2(a, b) a##b
 #define MMT_CAT(a, b) MMT_CAT2(a, b)
@@ -469,10 +479,119 @@ __device__ __forceinline__ void warpgroup_sync(int warpgroup) {
         asm volatile("bar.sync 3, 128;\n" ::: "memory");
 }
 
+// The same barrier, returning whether any of the warpgroup's threads passed true.
+__device__ __forceinline__ bool warpgroup_any(int warpgroup, bool v) {
+    unsigned r;
+    if (warpgroup == 0)
+        asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, 2, 128, q;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(r)
+                     : "r"(v ? 1u : 0u)
+                     : "memory");
+    else
+        asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, 3, 128, q;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(r)
+                     : "r"(v ? 1u : 0u)
+                     : "memory");
+    return r != 0;
+}
+
+constexpr int MAX_SPLITS = MMT_MAX_SPLITS;  // the host's kMaxTailSplits: most parts of a split tile
+
+// Work unit `u`: tile u whole (u < split_from), else part (u - split_from) % splits of
+// tile split_from + (u - split_from) / splits. part is -1 for a whole tile.
+__device__ __forceinline__ void unit_coords(int u, int split_from, int splits, int k_tiles, int& t, int& part, int& kb,
+                                            int& ke) {
+    if (u < split_from || splits == 1) {
+        t = u;
+        part = -1;
+        kb = 0;
+        ke = k_tiles;
+        return;
+    }
+    const int v = u - split_from;
+    t = split_from + v / splits;
+    part = v % splits;
+    kb = part * k_tiles / splits;
+    ke = (part + 1) * k_tiles / splits;
+}
+
+// A split tile's part, per warpgroup: stores its partial sums in its workspace slice
+// (slices of one tile: [part][warpgroup], WG_M x WG_N floats each, in accumulator order,
+// 16 bytes per thread and step) and counts itself on the tile's flag. The last part to
+// arrive gets true and `acc` replaced by the sum of all parts, in part order.
+__device__ __forceinline__ bool reduce_split(float (&acc)[MT][ACC], float* tile_ws, unsigned* flag, int part,
+                                             int splits, int warpgroup, int tid_in_wg) {
+    constexpr int SLICE = WG_M * WG_N;
+    const unsigned long long mine =
+        reinterpret_cast<unsigned long long>(tile_ws + (part * WARPGROUPS + warpgroup) * SLICE) + 16 * tid_in_wg;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int q = 0; q < ACC / 4; ++q)
+            asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(mine + 16 * 128 * (i * (ACC / 4) + q)),
+                         "f"(acc[i][4 * q]), "f"(acc[i][4 * q + 1]), "f"(acc[i][4 * q + 2]), "f"(acc[i][4 * q + 3])
+                         : "memory");
+    // Stores, fence, barrier, then one counted arrival: whoever counts last sees them all.
+    asm volatile("membar.gl;\n" ::: "memory");
+    warpgroup_sync(warpgroup);
+    bool last = false;
+    if (tid_in_wg == 0) {
+        unsigned ticket;
+        asm volatile("atom.global.add.u32 %0, [%1], 1;\n"
+                     : "=r"(ticket)
+                     : "l"(reinterpret_cast<unsigned long long>(flag))
+                     : "memory");
+        last = ticket == static_cast<unsigned>(splits) - 1;
+        // Every part has arrived: nothing else touches the flag in this launch.
+        if (last) asm volatile("st.global.u32 [%0], 0;\nmembar.gl;\n" ::"l"(reinterpret_cast<unsigned long long>(flag)) : "memory");
+    }
+    if (!warpgroup_any(warpgroup, last)) return false;
+    // Every part from the workspace, this one's too: the same sum whichever part is last.
+    // One part at a time, its loads in flight LOADS_IN_FLIGHT at a time: the empty asm
+    // statements consume each group's sums before the next group's (volatile, so ordered)
+    // loads issue, or ptxas would hoist them all, at up to a register per element.
+    constexpr int VECTORS = MT * ACC / 4, LOADS_IN_FLIGHT = 8;
+    const unsigned long long first = mine - static_cast<long long>(part) * WARPGROUPS * SLICE * 4;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
+    // A loop of constant trip count: with a run-time one ptxas allocates ~250 registers.
+#pragma unroll
+    for (int p = 0; p < MAX_SPLITS; ++p) {
+        if (p >= splits) break;
+        const unsigned long long slice = first + static_cast<long long>(p) * WARPGROUPS * SLICE * 4;
+#pragma unroll
+        for (int x = 0; x < VECTORS; ++x) {
+            float* a = &acc[x / (ACC / 4)][4 * (x % (ACC / 4))];
+            float v0, v1, v2, v3;
+            // Other SMs wrote these: read them from L2 (.cg), past this SM's L1.
+            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                         : "l"(slice + 16 * 128 * x)
+                         : "memory");
+            a[0] += v0;
+            a[1] += v1;
+            a[2] += v2;
+            a[3] += v3;
+            if (x % LOADS_IN_FLIGHT == LOADS_IN_FLIGHT - 1 || x == VECTORS - 1) {
+#pragma unroll
+                for (int y = x - x % LOADS_IN_FLIGHT; y <= x; ++y)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        asm volatile("" : "+f"(acc[y / (ACC / 4)][4 * (y % (ACC / 4)) + e])::"memory");
+            }
+        }
+    }
+    return true;
+}
+
 __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const TensorMap& map_b, elem_t* __restrict__ c,
                                                 const elem_t* __restrict__ bias, int M, int N, int K, long long ldc,
                                                 long long stride_c, float alpha, float beta, int batches,
-                                                unsigned* tile_counter, unsigned char* smem_raw) {
+                                                unsigned* tile_counter, float* split_workspace,
+                                                unsigned* split_flags, int split_from, int splits,
+                                                unsigned char* smem_raw) {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned full_bar = base + DATA_BYTES;
     const unsigned empty_bar = full_bar + STAGES * 8;
@@ -484,6 +603,7 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
     const int grid_m = (M + BM - 1) / BM;
     const int grid_n = (N + BN - 1) / BN;
     const int tiles = grid_m * grid_n * batches;
+    const int units = split_from + (tiles - split_from) * splits;
     const int tid = threadIdx.x;
     const int k_tiles = (K + BK - 1) / BK;
 
@@ -516,10 +636,10 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
             int id_slot = 0;
             unsigned id_phase = 0;
             int fetched = 0;
-            for (int t = blockIdx.x;; t += gridDim.x) {
+            for (int u = blockIdx.x;; u += gridDim.x) {
                 if constexpr (DYNAMIC_TILES) {
-                    // Every CTA takes tickets until one is past the last tile, so one launch
-                    // hands out exactly tiles + gridDim.x tickets. The CTA holding the last
+                    // Every CTA takes tickets until one is past the last unit, so one launch
+                    // hands out exactly units + gridDim.x tickets. The CTA holding the last
                     // one is the last to touch the counter in this launch: it sets it back to
                     // zero, and the next launch on the stream starts from 0 without a memset
                     // (the backend zeroes the counter once, when it allocates it).
@@ -528,15 +648,15 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
                                  : "=r"(ticket)
                                  : "l"(reinterpret_cast<unsigned long long>(tile_counter))
                                  : "memory");
-                    if (ticket == static_cast<unsigned>(tiles) + gridDim.x - 1)
+                    if (ticket == static_cast<unsigned>(units) + gridDim.x - 1)
                         asm volatile("st.global.u32 [%0], 0;\n" ::"l"(reinterpret_cast<unsigned long long>(tile_counter))
                                      : "memory");
-                    t = ticket < static_cast<unsigned>(tiles) ? static_cast<int>(ticket) : tiles;
+                    u = ticket < static_cast<unsigned>(units) ? static_cast<int>(ticket) : units;
                     // Publish the id in pipeline order: wait until the consumers have read the
                     // id this slot held two tiles ago, write, then arrive (release) on its
                     // "written" barrier, which the consumers wait on (acquire) before reading.
                     if (fetched >= 2) mbar_wait(id_empty_bar + 8 * id_slot, id_phase ^ 1);
-                    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(id_slots + 4 * id_slot), "r"(t) : "memory");
+                    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(id_slots + 4 * id_slot), "r"(u) : "memory");
                     mbar_arrive(id_full_bar + 8 * id_slot);
                     ++fetched;
                     if (++id_slot == 2) {
@@ -544,10 +664,11 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
                         id_phase ^= 1;
                     }
                 }
-                if (t >= tiles) break;
-                int m_base, n_base, batch;
+                if (u >= units) break;
+                int t, part, kb, ke, m_base, n_base, batch;
+                unit_coords(u, split_from, splits, k_tiles, t, part, kb, ke);
                 tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
-                for (int kt = 0; kt < k_tiles; ++kt, ++issued) {
+                for (int kt = kb; kt < ke; ++kt, ++issued) {
                     if (issued >= STAGES) mbar_wait(empty_bar + 8 * slot, phase ^ 1);
                     load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, kt, m_base, n_base,
                                batch, 0);
@@ -575,23 +696,31 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
     unsigned phase = 0;
     int id_slot = 0;
     unsigned id_phase = 0;
-    for (int t = blockIdx.x;; t += gridDim.x) {
+    for (int u = blockIdx.x;; u += gridDim.x) {
         if constexpr (DYNAMIC_TILES) {
-            // The next id the producer fetched (tiles: no more), then free its slot.
+            // The next id the producer fetched (units: no more), then free its slot.
             mbar_wait(id_full_bar + 8 * id_slot, id_phase);
-            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(t) : "r"(id_slots + 4 * id_slot) : "memory");
+            asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(u) : "r"(id_slots + 4 * id_slot) : "memory");
             mbar_arrive(id_empty_bar + 8 * id_slot);
             if (++id_slot == 2) {
                 id_slot = 0;
                 id_phase ^= 1;
             }
         }
-        if (t >= tiles) break;
-        int m_base, n_base, batch;
+        if (u >= units) break;
+        int t, part, kb, ke, m_base, n_base, batch;
+        unit_coords(u, split_from, splits, k_tiles, t, part, kb, ke);
         tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
-        consume_k_tiles(acc, k_tiles, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
-        // The tile's last stage is free now: the producer may refill it during the epilogue.
-        if (k_tiles > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
+        consume_k_tiles(acc, ke - kb, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
+        // The unit's last stage is free now: the producer may refill it during the epilogue.
+        if (ke > kb) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
+        if (part >= 0) {
+            const int tail = t - split_from;
+            float* tile_ws = split_workspace + static_cast<long long>(tail) * splits * BM * BN;
+            if (!reduce_split(acc, tile_ws, split_flags + tail * WARPGROUPS + warpgroup, part, splits, warpgroup,
+                              tid_in_wg))
+                continue;  // another part finishes this tile
+        }
 
         // Epilogue, per warpgroup and row half of each m64 block: 32 rows (rows 16w + lane/4
         // + 8h of the block, buffer row 8w + lane/4) through the warpgroup's buffer.
@@ -652,7 +781,10 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
 // over rows). The tensor maps describe A as [batch][M][K] or [batch][K][M] and B as
 // [batch][K][N] or [batch][N][K] in their storage order (innermost first on the host);
 // C is row-major [batch][M][N] with row stride ldc. tile_counter: MMT_DYNAMIC_TILES's tile
-// counter (zero at launch, zero again when the launch ends); unused otherwise.
+// counter (zero at launch, zero again when the launch ends). split_*: the persistent
+// kernel's split tail (split_from = the tile count and splits = 1 for none): float32
+// workspace for (tiles - split_from) x splits x BM x BN partial sums, and a flag per
+// split tile and warpgroup (zero at launch, zero again at the end). Unused otherwise.
 #if MMT_CLUSTER_M > 1
 #define MMT_CLUSTER_DIMS __cluster_dims__(MMT_CLUSTER_M, 1, 1)
 #else
@@ -662,14 +794,16 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
 extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
     mmt_gemm(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, elem_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long ldc, long long stride_c, float alpha,
-             float beta, int batches, unsigned* tile_counter) {
+             float beta, int batches, unsigned* tile_counter, float* split_workspace, unsigned* split_flags,
+             int split_from, int splits) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 #ifdef MMT_TEST_FAULT
     // Test only (as in gemm_kernel.cuh): an illegal address, a sticky fault.
     if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<volatile int*>(16ull) = M;
 #endif
 #if MMT_PERSISTENT
-    persistent_gemm(map_a, map_b, c, bias, M, N, K, ldc, stride_c, alpha, beta, batches, tile_counter, smem_raw);
+    persistent_gemm(map_a, map_b, c, bias, M, N, K, ldc, stride_c, alpha, beta, batches, tile_counter, split_workspace,
+                    split_flags, split_from, splits, smem_raw);
     return;
 #endif
     // Swizzled boxes and descriptors assume 1024-byte aligned stages (base offset 0).

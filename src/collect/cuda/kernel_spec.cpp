@@ -208,11 +208,24 @@ int resident_ctas_per_sm(const KernelSpec& s, int registers_per_thread) {
     return static_cast<int>(std::max(n, 1L));
 }
 
-long long persistent_grid(const KernelSpec& s, long long M, long long N, long long batches, int multiprocessors,
-                          int ctas_per_sm) {
-    const long long tiles = grid_ctas(s, M, N) * batches;
-    const long long resident = static_cast<long long>(std::max(multiprocessors, 1)) * std::max(ctas_per_sm, 1);
-    return std::max(1LL, std::min(tiles, resident));
+PersistentPlan plan_persistent(long long tiles, long long k_tiles, long long capacity, bool split_tail,
+                               int min_k_tiles_per_split) {
+    PersistentPlan plan;
+    capacity = std::max(capacity, 1LL);
+    plan.split_from = tiles;
+    plan.units = tiles;
+    const long long tail = tiles % capacity;
+    if (split_tail && tail > 0) {
+        const long long splits = std::min({capacity / tail, k_tiles / std::max(min_k_tiles_per_split, 1),
+                                           static_cast<long long>(kMaxTailSplits)});
+        if (splits >= 2) {
+            plan.splits = static_cast<int>(splits);
+            plan.split_from = tiles - tail;
+            plan.units = plan.split_from + tail * splits;
+        }
+    }
+    plan.grid = std::max(1LL, std::min(plan.units, capacity));
+    return plan;
 }
 
 long long grid_ctas(const KernelSpec& s, long long M, long long N) {
@@ -313,6 +326,8 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_CLUSTER_M", s.cluster_m);
         def("MMT_PERSISTENT", s.persistent ? 1 : 0);
         def("MMT_DYNAMIC_TILES", s.persistent && s.dynamic_tiles ? 1 : 0);
+        // The kernel's bound on a split tile's parts (plan_persistent never plans more).
+        if (s.persistent) def("MMT_MAX_SPLITS", kMaxTailSplits);
     }
     if (s.test_fault) def("MMT_TEST_FAULT", 1);
     return o.str();

@@ -63,7 +63,7 @@ struct KernelSpec {
     /// through TMA multicast.
     int cluster_m = 1;
     /// wgmma path: persistent CTAs (MMT_PERSISTENT): as many CTAs as fit on the GPU at once,
-    /// each looping over output tiles (persistent_grid), the loads of the next tile
+    /// each looping over output tiles (plan_persistent), the loads of the next tile
     /// overlapping the epilogue, C staged in a buffer of its own. Clusters of one only.
     bool persistent = false;
     /// wgmma path, persistent only (MMT_DYNAMIC_TILES): CTAs take their tiles from a global
@@ -134,10 +134,24 @@ bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 
 /// least 1.
 int resident_ctas_per_sm(const KernelSpec& spec, int registers_per_thread);
 
-/// Launch grid of a persistent spec: min(tiles over all batches, multiprocessors x
-/// resident CTAs per SM), at least 1.
-long long persistent_grid(const KernelSpec& spec, long long M, long long N, long long batches, int multiprocessors,
-                          int ctas_per_sm);
+/// How a persistent launch covers its tiles. With `capacity` CTAs resident at once, the
+/// tiles of the last, partial wave (tiles % capacity; all of them when fewer than
+/// capacity) are split into `splits` parts along K, so the wave's parts keep up to
+/// `capacity` SMs busy (gemm_kernel_sm90.cuh, "split tail"): splits = min(capacity /
+/// tail tiles, k_tiles / min_k_tiles_per_split, kMaxTailSplits), no split below 2. The
+/// grid is min(work units, capacity).
+struct PersistentPlan {
+    long long grid = 1;
+    long long split_from = 0;  // tiles [0, split_from) run whole
+    int splits = 1;
+    long long units = 0;       // split_from + (tiles - split_from) x splits
+    long long split_tiles() const { return splits > 1 ? (units - split_from) / splits : 0; }
+};
+constexpr int kMaxTailSplits = 4;
+/// Fewer k-tiles per part would not pay for the part's trip through the workspace.
+constexpr int kMinKTilesPerSplit = 4;
+PersistentPlan plan_persistent(long long tiles, long long k_tiles, long long capacity, bool split_tail,
+                               int min_k_tiles_per_split = kMinKTilesPerSplit);
 
 /// CTAs the kernel is launched with along the grid's x axis for an M x N problem (per
 /// batch): the tiles, plus on the wgmma path with clusters of two a CTA past the last
