@@ -172,13 +172,16 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
-// Arrives on the mbarrier at the same shared offset in CTA `rank` of the cluster.
+// Arrives on the mbarrier at the same shared offset in CTA `rank` of the cluster. It
+// orders nothing but the stage's reuse, whose reads (wgmma) have completed already, so
+// the default .release.cta semantics suffice (as in CUTLASS's cluster barriers); with
+// .release.cluster every clustered kernel ran at half speed (bench/NOTES_cuda.md).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile(
         "{\n"
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" ::"r"(bar),
         "r"(rank)
         : "memory");
@@ -866,8 +869,8 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
                 if (t >= STAGES) {
                     mbar_wait(empty_bar + 8 * slot, phase ^ 1);
                     if constexpr (CLUSTER > 1) {
-                        // One remote arrival per CTA and stage (not one per consumer thread,
-                        // whose cluster-scope releases would cost more than the loads save).
+                        // One remote arrival per CTA and stage, forwarded by the producer
+                        // (consumer warpgroups arriving remotely themselves measured the same).
 #pragma unroll
                         for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(cluster_bar + 8 * slot, r);
                         mbar_wait(cluster_bar + 8 * slot, phase ^ 1);
