@@ -11,7 +11,8 @@
 // (repeatable: only the problems whose name, e.g. "mm 4096x4096x4096 bf16", contains TEXT),
 // --config TEXT (repeatable: only the EXHAUSTIVE configs whose name, e.g. "64x128x128 g8 s4 w4",
 // contains TEXT; DEFAULT configs are still ranked among those timed),
-// --cluster 2 (wgmma kernels in clusters of two CTAs sharing B by TMA multicast),
+// --cluster 1|2 (wgmma kernels in clusters of one, or of two CTAs sharing B by TMA multicast;
+// default: the backend's choice per problem, two where B's rows are not 128-byte aligned),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
 // static stride), --no-split-tail (persistent CTAs run the last, partial wave's tiles whole
@@ -47,7 +48,7 @@ struct Args {
     std::filesystem::path out = ".";
     bool quick = false;
     bool wgmma = true;
-    int cluster = 1;
+    int cluster = 0;  // 0: the backend's choice (cuda::preferred_cluster_m)
     bool persistent = true;
     bool dynamic_tiles = false;
     bool split_tail = true;
@@ -143,7 +144,7 @@ void run_suite(const Args& args) {
     o.wgmma_split_tail = args.split_tail;
     cuda::CudaBackend backend(o);
     const std::string tag = !args.wgmma              ? "_no_wgmma"
-                            : args.cluster > 1       ? "_cluster" + std::to_string(args.cluster)
+                            : args.cluster > 0       ? "_cluster" + std::to_string(args.cluster)
                             : !args.persistent       ? "_one_tile_per_cta"
                             : (args.dynamic_tiles ? std::string("_dynamic_tiles") : std::string()) +
                                   (args.split_tail ? "" : "_no_split_tail");
@@ -199,7 +200,8 @@ void run_suite(const Args& args) {
     md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
        << (args.wgmma ? " (wgmma path where the rule admits the config" : " (mma.sync only")
        << (args.wgmma && args.cluster > 1 ? ", clusters of " + std::to_string(args.cluster) : "")
-       << (args.wgmma && args.cluster == 1
+       << (args.wgmma && args.cluster == 0 ? ", clusters of two where B's rows are not 128-byte aligned; elsewhere" : "")
+       << (args.wgmma && args.cluster != 2
                ? (args.persistent ? std::string(", persistent CTAs where they fit, ") +
                                         (args.dynamic_tiles ? "dynamic tiles" : "static tiles") +
                                         (args.split_tail ? ", split tail)" : ", no split tail)")
@@ -242,11 +244,16 @@ void run_suite(const Args& args) {
         for (std::size_t i = 0; i < top; ++i)
         {
             cuda::KernelSpec spec = cuda::make_spec(ranked[i].config, p);
+            const int cluster = args.cluster > 0 ? args.cluster : cuda::preferred_cluster_m(p);
             const bool wg = args.wgmma && backend.device().cc_major == 9 && backend.device().cc_minor == 0 &&
-                            cuda::select_wgmma(spec, backend.limits(), args.cluster, args.persistent, args.dynamic_tiles);
+                            cuda::select_wgmma(spec, backend.limits(), cluster, args.persistent, args.dynamic_tiles);
             std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s %s\n", i + 1, describe_config(ranked[i].config).c_str(),
                         ranked[i].ms, tflops(p, ranked[i].ms),
-                        !wg ? "mma.sync" : spec.dynamic_tiles ? "wgmma persistent dynamic" : spec.persistent ? "wgmma persistent" : "wgmma");
+                        !wg                  ? "mma.sync"
+                        : spec.cluster_m > 1 ? "wgmma clusters of 2"
+                        : spec.dynamic_tiles ? "wgmma persistent dynamic"
+                        : spec.persistent    ? "wgmma persistent"
+                                             : "wgmma");
         }
         // Best DEFAULT config: rank by the screen, confirm its leader.
         Ranked best_default{{}, 1e30};

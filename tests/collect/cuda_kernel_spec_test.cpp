@@ -280,6 +280,24 @@ TEST(CudaKernelSpec, PersistentWgmmaSpecsWhereTheirSharedMemoryFits) {
     EXPECT_EQ(resident_ctas_per_sm(small, 255), 1);
 }
 
+TEST(CudaKernelSpec, ClustersWhereBsRowsAreNotAlignedTo128Bytes) {
+    // Row-major B (nn): rows of N elements; N = 10616 bf16 is 21232 bytes, 10624 is 166 x 128.
+    EXPECT_EQ(preferred_cluster_m(problem(1, 2552, 10616, 7616, "bfloat16")), 2);
+    EXPECT_EQ(preferred_cluster_m(problem(1, 2552, 10624, 7616, "bfloat16")), 1);
+    EXPECT_EQ(preferred_cluster_m(problem(1, 256, 4096, 4096, "float16")), 1);
+    // Column-major B (nt): rows of K elements, 7616 x 2 bytes = 119 x 128.
+    EXPECT_EQ(preferred_cluster_m(problem(1, 2552, 10616, 7616, "bfloat16", "mm", "nt")), 1);
+    EXPECT_EQ(preferred_cluster_m(problem(1, 2552, 10616, 7608, "bfloat16", "mm", "nt")), 2);
+    // A's rows do not matter (the cluster shares B only); float32 counts 4 bytes.
+    EXPECT_EQ(preferred_cluster_m(problem(1, 2552, 10624, 7616, "bfloat16", "mm", "tn")), 1);
+    EXPECT_EQ(preferred_cluster_m(problem(1, 512, 32, 2048, "float32")), 1);
+    EXPECT_EQ(preferred_cluster_m(problem(1, 512, 40, 2048, "float32")), 2);
+    EXPECT_EQ(preferred_cluster_m(problem(4, 256, 80, 1024, "bfloat16", "bmm")), 2);
+    // Small problems stay unclustered: too few rows of tiles, or too short a k-loop.
+    EXPECT_EQ(preferred_cluster_m(problem(1, 1376, 80, 216, "bfloat16")), 1);
+    EXPECT_EQ(preferred_cluster_m(problem(1, 128, 10616, 7616, "bfloat16")), 1);
+}
+
 TEST(CudaKernelSpec, SplitTailSpreadsTheLastWaveOverIdleSms) {
     // 2552 x 10616 in 256 x 128 tiles: 830 = 6 waves of 132 + 38; the 38 split in 3
     // (132 / 38), 119 k-tiles of 64: 792 whole tiles, then 114 parts, all on 132 CTAs.

@@ -286,7 +286,10 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     if (m_frag_pipeline >= 0 && spec.math != MathPath::fma && spec.num_stages >= 2)
         spec.frag_pipeline = m_frag_pipeline == 1;
     // The injected fault exists in the classic template only: a faulting config stays on it.
-    if (m_wgmma && !spec.test_fault) select_wgmma(spec, limits(), m_wgmma_cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles);
+    if (m_wgmma && !spec.test_fault) {
+        const int cluster = m_wgmma_cluster > 0 ? m_wgmma_cluster : preferred_cluster_m(problem);
+        select_wgmma(spec, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles);
+    }
     return spec;
 }
 

@@ -37,9 +37,10 @@ struct CudaBackendOptions {
     /// Runs the configs the wgmma rule admits (wgmma_unsupported_reason) with the Hopper
     /// kernel (gemm_kernel_sm90.cuh) on sm_90 devices; false keeps mma.sync everywhere.
     bool wgmma = true;
-    /// wgmma path: CTAs per cluster along M (1 or 2, TMA multicast of the shared B tile).
-    /// 2 measured 0.5x of 1 on H100 (bench/NOTES_cuda.md), hence off.
-    int wgmma_cluster = 1;
+    /// wgmma path: CTAs per cluster along M (1 or 2, TMA multicast of the shared B tile);
+    /// 0 chooses per problem (preferred_cluster_m: 2 where B's rows are not 128-byte
+    /// aligned). Clusters run one tile per CTA, without the persistent schedule.
+    int wgmma_cluster = 0;
     /// wgmma path: persistent CTAs (KernelSpec::persistent) wherever their shared memory
     /// fits. Measured on an H200 against one tile per CTA (bench/NOTES_cuda.md): +1-8 % on
     /// the large suite shapes, nowhere slower.
@@ -144,7 +145,7 @@ private:
     PrimaryContext m_context;
     int m_frag_pipeline = -1;
     bool m_wgmma = false;  // the option, on an sm_90 device
-    int m_wgmma_cluster = 1;
+    int m_wgmma_cluster = 0;
     bool m_wgmma_persistent = false;
     bool m_wgmma_dynamic_tiles = false;
     bool m_wgmma_split_tail = false;

@@ -95,6 +95,11 @@ ProblemStrides problem_strides(const Problem& p) {
     return out;
 }
 
+int preferred_cluster_m(const Problem& p) {
+    const std::int64_t row_bytes = problem_strides(p).ldb * core::dtype_size(p.dtype());
+    return row_bytes % 128 != 0 && p.shape.M >= 256 && p.shape.K >= 1024 ? 2 : 1;
+}
+
 OperandAlignment alignment_for(const Problem& p) {
     const auto& s = p.shape;
     const int cap = 16 / core::dtype_size(p.dtype());

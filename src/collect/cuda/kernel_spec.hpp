@@ -91,6 +91,15 @@ struct ProblemStrides {
 
 ProblemStrides problem_strides(const Problem& problem);
 
+/// The wgmma path's cluster size when the backend chooses it: 2 (the B tile multicast
+/// to two CTAs along M) when B's rows do not start on 128-byte boundaries and the
+/// problem is large (M >= 256 and K >= 1024: rows of tiles to pair, a long k-loop whose
+/// load rate matters), else 1. TMA loads such rows at a much lower rate (H100, bf16
+/// 2552x10616x7616: 0.76 of cuBLAS with N = 10616, 1.04 with N = 10624), and the
+/// multicast halves the rows each CTA loads. With aligned rows, and on the small
+/// 1376x80x216, clusters measured slower than persistent CTAs (bench/NOTES_cuda.md).
+int preferred_cluster_m(const Problem& problem);
+
 /// The widest loads/stores the problem's strides and extents allow (16 bytes at most).
 OperandAlignment alignment_for(const Problem& problem);
 
