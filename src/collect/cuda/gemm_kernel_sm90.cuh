@@ -550,10 +550,7 @@ __device__ __forceinline__ bool reduce_split(float (&acc)[MT][ACC], float* tile_
     }
     if (!warpgroup_any(warpgroup, last)) return false;
     // Every part from the workspace, this one's too: the same sum whichever part is last.
-    // One part at a time, its loads in flight LOADS_IN_FLIGHT at a time: the empty asm
-    // statements consume each group's sums before the next group's (volatile, so ordered)
-    // loads issue, or ptxas would hoist them all, at up to a register per element.
-    constexpr int VECTORS = MT * ACC / 4, LOADS_IN_FLIGHT = 8;
+    constexpr int VECTORS = MT * ACC / 4;
     const unsigned long long first = mine - static_cast<long long>(part) * WARPGROUPS * SLICE * 4;
 #pragma unroll
     for (int i = 0; i < MT; ++i)
@@ -577,13 +574,6 @@ __device__ __forceinline__ bool reduce_split(float (&acc)[MT][ACC], float* tile_
             a[1] += v1;
             a[2] += v2;
             a[3] += v3;
-            if (x % LOADS_IN_FLIGHT == LOADS_IN_FLIGHT - 1 || x == VECTORS - 1) {
-#pragma unroll
-                for (int y = x - x % LOADS_IN_FLIGHT; y <= x; ++y)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        asm volatile("" : "+f"(acc[y / (ACC / 4)][4 * (y % (ACC / 4)) + e])::"memory");
-            }
         }
     }
     return true;
