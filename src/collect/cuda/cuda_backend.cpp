@@ -402,7 +402,7 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
         long long ctas = grid_ctas(spec, s.M, s.N);
         unsigned grid_z = static_cast<unsigned>(s.B);
         const long long tiles = ctas * s.B;
-        PersistentPlan plan = plan_persistent(tiles, 0, 1, false);
+        PersistentPlan plan;  // one tile per CTA: no split (the kernel ignores the split arguments)
         if (spec.persistent) {
             long long capacity = static_cast<long long>(m_context.info().multiprocessors) * k.ctas_per_sm;
             if (m_wgmma_max_ctas > 0) capacity = std::min<long long>(capacity, m_wgmma_max_ctas);
