@@ -410,6 +410,15 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
 }
 
 
+// Next slot of a ring of N, flipping the phase bit each time the ring wraps.
+template <int N>
+__device__ __forceinline__ void advance(int& slot, unsigned& phase) {
+    if (++slot == N) {
+        slot = 0;
+        phase ^= 1;
+    }
+}
+
 // The consumers' main loop over one output tile's k-tiles, accumulating into `acc` (zeroed
 // here). One wgmma group stays in flight: k-tile kt's stage is released once the group of
 // kt + 1 has been issued and kt's has completed. Ends with every group complete and the
@@ -445,10 +454,7 @@ __device__ __forceinline__ void consume_k_tiles(float (&acc)[MT][ACC], int k_til
         // Release tile kt-1's stage. Every thread arrives: ptxas serialises the wgmma
         // pipeline around a lane-predicated arrival.
         if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
-        if (++slot == STAGES) {
-            slot = 0;
-            phase ^= 1;
-        }
+        advance<STAGES>(slot, phase);
     }
     wgmma_wait<0>();
 #pragma unroll
@@ -501,21 +507,27 @@ __device__ __forceinline__ bool warpgroup_any(int warpgroup, bool v) {
 constexpr int MAX_SPLITS = MMT_MAX_SPLITS;  // the host's kMaxTailSplits: most parts of a split tile
 
 // Work unit `u`: tile u whole (u < split_from), else part (u - split_from) % splits of
-// tile split_from + (u - split_from) / splits. part is -1 for a whole tile.
-__device__ __forceinline__ void unit_coords(int u, int split_from, int splits, int k_tiles, int& t, int& part, int& kb,
-                                            int& ke) {
+// tile split_from + (u - split_from) / splits, with that part's k-tiles [kb, ke) and the
+// tile's place (as tile_coords gives it). part is -1 for a whole tile.
+struct Unit {
+    int t, part, kb, ke, m_base, n_base, batch;
+};
+__device__ __forceinline__ Unit unit_at(int u, int split_from, int splits, int k_tiles, int grid_m, int grid_n) {
+    Unit w;
     if (u < split_from || splits == 1) {
-        t = u;
-        part = -1;
-        kb = 0;
-        ke = k_tiles;
-        return;
+        w.t = u;
+        w.part = -1;
+        w.kb = 0;
+        w.ke = k_tiles;
+    } else {
+        const int v = u - split_from;
+        w.t = split_from + v / splits;
+        w.part = v % splits;
+        w.kb = w.part * k_tiles / splits;
+        w.ke = (w.part + 1) * k_tiles / splits;
     }
-    const int v = u - split_from;
-    t = split_from + v / splits;
-    part = v % splits;
-    kb = part * k_tiles / splits;
-    ke = (part + 1) * k_tiles / splits;
+    tile_coords(w.t, grid_m, grid_n, w.m_base, w.n_base, w.batch);
+    return w;
 }
 
 // A split tile's part, per warpgroup: stores its partial sums in its workspace slice
@@ -652,23 +664,15 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
                     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(id_slots + 4 * id_slot), "r"(u) : "memory");
                     mbar_arrive(id_full_bar + 8 * id_slot);
                     ++fetched;
-                    if (++id_slot == 2) {
-                        id_slot = 0;
-                        id_phase ^= 1;
-                    }
+                    advance<2>(id_slot, id_phase);
                 }
                 if (u >= units) break;
-                int t, part, kb, ke, m_base, n_base, batch;
-                unit_coords(u, split_from, splits, k_tiles, t, part, kb, ke);
-                tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
-                for (int kt = kb; kt < ke; ++kt, ++issued) {
+                const Unit w = unit_at(u, split_from, splits, k_tiles, grid_m, grid_n);
+                for (int kt = w.kb; kt < w.ke; ++kt, ++issued) {
                     if (issued >= STAGES) mbar_wait(empty_bar + 8 * slot, phase ^ 1);
-                    load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, kt, m_base, n_base,
-                               batch, 0);
-                    if (++slot == STAGES) {
-                        slot = 0;
-                        phase ^= 1;
-                    }
+                    load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, kt, w.m_base,
+                               w.n_base, w.batch, 0);
+                    advance<STAGES>(slot, phase);
                 }
             }
         }
@@ -695,22 +699,18 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
             mbar_wait(id_full_bar + 8 * id_slot, id_phase);
             asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(u) : "r"(id_slots + 4 * id_slot) : "memory");
             mbar_arrive(id_empty_bar + 8 * id_slot);
-            if (++id_slot == 2) {
-                id_slot = 0;
-                id_phase ^= 1;
-            }
+            advance<2>(id_slot, id_phase);
         }
         if (u >= units) break;
-        int t, part, kb, ke, m_base, n_base, batch;
-        unit_coords(u, split_from, splits, k_tiles, t, part, kb, ke);
-        tile_coords(t, grid_m, grid_n, m_base, n_base, batch);
-        consume_k_tiles(acc, ke - kb, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
+        const Unit w = unit_at(u, split_from, splits, k_tiles, grid_m, grid_n);
+        const int m_base = w.m_base, n_base = w.n_base, batch = w.batch;
+        consume_k_tiles(acc, w.ke - w.kb, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
         // The unit's last stage is free now: the producer may refill it during the epilogue.
-        if (ke > kb) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
-        if (part >= 0) {
-            const int tail = t - split_from;
+        if (w.ke > w.kb) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
+        if (w.part >= 0) {
+            const int tail = w.t - split_from;
             float* tile_ws = split_workspace + static_cast<long long>(tail) * splits * BM * BN;
-            if (!reduce_split(acc, tile_ws, split_flags + tail * WARPGROUPS + warpgroup, part, splits, warpgroup,
+            if (!reduce_split(acc, tile_ws, split_flags + tail * WARPGROUPS + warpgroup, w.part, splits, warpgroup,
                               tid_in_wg))
                 continue;  // another part finishes this tile
         }
@@ -868,10 +868,7 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
                 }
                 load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, t, m_base, n_base, batch,
                            static_cast<int>(rank));
-                if (++slot == STAGES) {
-                    slot = 0;
-                    phase ^= 1;
-                }
+                advance<STAGES>(slot, phase);
             }
         }
         // No CTA of a cluster leaves while the other may still write to its shared memory.
