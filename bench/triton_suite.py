@@ -199,10 +199,14 @@ def inductor_options(torch, search_space, tma, fresh_cache):
     }
     if tma:
         wanted["triton.enable_persistent_tma_matmul"] = True
+    options, missing = {}, []
     if fresh_cache:
         # A cached graph or autotune result hides the AUTOTUNE table and may hide the code.
-        wanted["force_disable_caches"] = True
-    options, missing = {}, []
+        # Set globally: torch.compile's options reject this key (torch 2.11).
+        if hasattr(config, "force_disable_caches"):
+            config.force_disable_caches = True
+        else:
+            missing.append("force_disable_caches")
     for key, value in wanted.items():
         owner, name = config, key
         if "." in key:
