@@ -13,6 +13,8 @@
 // contains TEXT; DEFAULT configs are still ranked among those timed),
 // --cluster 1|2 (wgmma kernels in clusters of one, or of two CTAs sharing B by TMA multicast;
 // default: the backend's choice per problem, two where B's rows are not 128-byte aligned),
+// --loads tma|cp-async (wgmma stages filled by a TMA producer warp, or by the consumer warps
+// with cp.async, one tile per CTA; default: the backend's rule),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
 // static stride), --no-split-tail (persistent CTAs run the last, partial wave's tiles whole
@@ -52,6 +54,7 @@ struct Args {
     bool persistent = true;
     bool dynamic_tiles = false;
     bool split_tail = true;
+    cuda::WgmmaLoads loads = cuda::WgmmaLoads::automatic;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -142,8 +145,11 @@ void run_suite(const Args& args) {
     o.wgmma_persistent = args.persistent;
     o.wgmma_dynamic_tiles = args.dynamic_tiles;
     o.wgmma_split_tail = args.split_tail;
+    o.wgmma_loads = args.loads;
     cuda::CudaBackend backend(o);
     const std::string tag = !args.wgmma              ? "_no_wgmma"
+                            : args.loads == cuda::WgmmaLoads::cp_async ? "_cp_async"
+                            : args.loads == cuda::WgmmaLoads::tma ? "_tma"
                             : args.cluster > 0       ? "_cluster" + std::to_string(args.cluster)
                             : !args.persistent       ? "_one_tile_per_cta"
                             : (args.dynamic_tiles ? std::string("_dynamic_tiles") : std::string()) +
@@ -243,13 +249,12 @@ void run_suite(const Args& args) {
         std::sort(ranked.begin(), ranked.begin() + top, [](const Ranked& a, const Ranked& b) { return a.ms < b.ms; });
         for (std::size_t i = 0; i < top; ++i)
         {
-            cuda::KernelSpec spec = cuda::make_spec(ranked[i].config, p);
-            const int cluster = args.cluster > 0 ? args.cluster : cuda::preferred_cluster_m(p);
-            const bool wg = args.wgmma && backend.device().cc_major == 9 && backend.device().cc_minor == 0 &&
-                            cuda::select_wgmma(spec, backend.limits(), cluster, args.persistent, args.dynamic_tiles);
+            const cuda::KernelSpec spec = backend.spec_for(ranked[i].config, p);
+            const bool wg = spec.math == cuda::MathPath::wgmma;
             std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s %s\n", i + 1, describe_config(ranked[i].config).c_str(),
                         ranked[i].ms, tflops(p, ranked[i].ms),
                         !wg                  ? "mma.sync"
+                        : spec.cp_async_loads ? "wgmma cp.async loads"
                         : spec.cluster_m > 1 ? "wgmma clusters of 2"
                         : spec.dynamic_tiles ? "wgmma persistent dynamic"
                         : spec.persistent    ? "wgmma persistent"
@@ -470,6 +475,8 @@ int main(int argc, char** argv) {
             args.split_tail = false;
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
+        else if (a == "--loads" && i + 1 < argc && (std::string(argv[i + 1]) == "tma" || std::string(argv[i + 1]) == "cp-async"))
+            args.loads = std::string(argv[++i]) == "tma" ? cuda::WgmmaLoads::tma : cuda::WgmmaLoads::cp_async;
         else if (a == "--large")
             args.large = true;
         else if (a == "--hopper-subset")
@@ -491,7 +498,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--problem TEXT]... [--warm-l2]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--loads tma|cp-async] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--problem TEXT]... [--warm-l2]\n");
         return 2;
     }
     try {

@@ -58,9 +58,13 @@ void expect_every_default_config_matches_cublas(CudaBackend& backend, const std:
                     if (unsupported_reason(spec, limits)) continue;  // the prune rule, as prune() applies it
                     specs.emplace_back(spec, p);
                     // On sm_90 the backend runs the configs the wgmma rule admits with the
-                    // Hopper kernel instead: verify that one too.
-                    KernelSpec wgmma = spec;
-                    if (hopper && select_wgmma(wgmma, limits)) specs.emplace_back(wgmma, p);
+                    // Hopper kernel instead: verify the kernel it chose (cp.async loads on
+                    // these one-wave problems, mostly) and the persistent TMA kernel.
+                    const KernelSpec chosen = backend.spec_for(c, p);
+                    if (chosen.math == MathPath::wgmma) specs.emplace_back(chosen, p);
+                    KernelSpec tma = spec;
+                    if (hopper && select_wgmma(tma, limits, 1, true) && spec_key(tma) != spec_key(chosen))
+                        specs.emplace_back(tma, p);
                     if (aligned && spec.math != MathPath::fma && c.num_stages >= 3) {
                         specs.emplace_back(spec, p);
                         specs.back().first.frag_pipeline = !spec.frag_pipeline;

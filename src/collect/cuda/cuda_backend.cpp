@@ -152,7 +152,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
       m_wgmma_persistent(options.wgmma_persistent),
       m_wgmma_dynamic_tiles(options.wgmma_dynamic_tiles),
       m_wgmma_split_tail(options.wgmma_split_tail),
-      m_wgmma_max_ctas(options.wgmma_max_ctas) {
+      m_wgmma_max_ctas(options.wgmma_max_ctas),
+      m_wgmma_loads(options.wgmma_loads) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
     if (info.cc_major < 8)
@@ -288,7 +289,14 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     // The injected fault exists in the classic template only: a faulting config stays on it.
     if (m_wgmma && !spec.test_fault) {
         const int cluster = m_wgmma_cluster > 0 ? m_wgmma_cluster : preferred_cluster_m(problem);
-        select_wgmma(spec, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles);
+        KernelSpec wgmma = spec;
+        select_wgmma(wgmma, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles,
+                     m_wgmma_loads == WgmmaLoads::cp_async);
+        if (m_wgmma_loads == WgmmaLoads::automatic &&
+            prefer_cp_async_loads(wgmma, problem, m_context.info().multiprocessors, m_wgmma_split_tail))
+            select_wgmma(spec, limits(), 1, false, false, /*cp_async_loads=*/true);
+        else
+            spec = wgmma;
     }
     return spec;
 }
@@ -426,8 +434,10 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
             ++m_stats.split_tail_launches;
         }
         int split_from = static_cast<int>(plan.split_from), splits = plan.splits;
-        void* wargs[] = {&map_a, &map_b, &c,     &bias,      &M,     &N,          &K,     &ldc, &sc,
-                         &alpha, &beta,  &batches, &counter, &workspace, &flags, &split_from, &splits};
+        // The raw operands too: the cp.async variant (KernelSpec::cp_async_loads) reads them.
+        void* wargs[] = {&map_a, &map_b,   &c,       &bias,      &M,     &N,          &K,      &ldc, &sc, &alpha,
+                         &beta,  &batches, &counter, &workspace, &flags, &split_from, &splits, &a,   &b,  &lda,
+                         &ldb,   &sa,      &sb};
         CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(ctas), 1, grid_z,
                                            threads_per_block(spec), 1, 1, k.shared_bytes, m_stream, wargs, nullptr));
         return;

@@ -24,6 +24,9 @@ namespace mmt::collect::cuda {
 /// them. With a disk cache a planned kernel costs only its prelude in memory until used.
 inline constexpr std::size_t kMaxPlannedKernels = 16384;
 
+/// Who fills the wgmma kernel's shared-memory stages (CudaBackendOptions::wgmma_loads).
+enum class WgmmaLoads { automatic, tma, cp_async };
+
 struct CudaBackendOptions {
     int device_index = 0;
     /// Kernel disk cache; empty means KernelCache::default_disk_dir().
@@ -53,6 +56,10 @@ struct CudaBackendOptions {
     /// wgmma path, persistent CTAs: split the last, partial wave's tiles along K
     /// (plan_persistent), so they spread over the SMs the wave would leave idle.
     bool wgmma_split_tail = true;
+    /// wgmma path: how the stages are loaded. automatic: the backend's rule; tma: a
+    /// producer warp issues TMA copies (clusters and persistent CTAs as above); cp_async:
+    /// the consumer warps copy with cp.async, one tile per CTA (KernelSpec::cp_async_loads).
+    WgmmaLoads wgmma_loads = WgmmaLoads::automatic;
     /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
     /// small problems too make each CTA walk several tiles.
     int wgmma_max_ctas = 0;
@@ -105,6 +112,9 @@ public:
     /// Kernels to build in the background, in this order, ahead of an earlier plan's rest.
     void precompile(const std::vector<KernelSpec>& specs);
 
+    /// The kernel this backend runs for `config` on `problem` (path, cluster, schedule).
+    KernelSpec spec_for(const core::GemmConfig& config, const Problem& problem) const;
+
     const DeviceInfo& device() const { return m_context.info(); }
     DeviceLimits limits() const;
     CudaBackendStats stats() const;
@@ -129,7 +139,6 @@ private:
         std::optional<Verification> verification;
     };
 
-    KernelSpec spec_for(const core::GemmConfig& config, const Problem& problem) const;
     LoadedKernel& load(const KernelSpec& spec);
     LoadedKernel& load_verified(const KernelSpec& spec);
     CUfunction utility_function(const char* name);
@@ -150,6 +159,7 @@ private:
     bool m_wgmma_dynamic_tiles = false;
     bool m_wgmma_split_tail = false;
     int m_wgmma_max_ctas = 0;
+    WgmmaLoads m_wgmma_loads = WgmmaLoads::automatic;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
     std::unique_ptr<EventTimer> m_timer;

@@ -184,7 +184,8 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& s, const D
     return std::nullopt;
 }
 
-bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool persistent, bool dynamic_tiles) {
+bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool persistent, bool dynamic_tiles,
+                  bool cp_async_loads) {
     if (cluster_m != 1 && cluster_m != 2) throw core::InputError("cluster_m", "must be 1 or 2");
     if (wgmma_unsupported_reason(s, limits)) return false;
     s.math = MathPath::wgmma;
@@ -194,6 +195,11 @@ bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool
     s.frag_pipeline = false;
     s.persistent = false;
     s.dynamic_tiles = false;
+    s.cp_async_loads = cp_async_loads;
+    if (cp_async_loads) {
+        s.cluster_m = 1;
+        return true;
+    }
     if (persistent && cluster_m == 1) {
         s.persistent = true;
         s.dynamic_tiles = dynamic_tiles;
@@ -239,7 +245,19 @@ long long grid_ctas(const KernelSpec& s, long long M, long long N) {
     return (rows + cluster - 1) / cluster * cluster * ((N + s.block_n - 1) / s.block_n);
 }
 
-int threads_per_block(const KernelSpec& s) { return 32 * s.num_warps + (s.math == MathPath::wgmma ? 32 : 0); }
+bool prefer_cp_async_loads(const KernelSpec& s, const Problem& p, int multiprocessors, bool split_tail) {
+    if (s.math != MathPath::wgmma || s.cluster_m != 1 || s.cp_async_loads) return false;
+    const long long tiles = grid_ctas(s, p.shape.M, p.shape.N) * p.shape.B;
+    const long long capacity =
+        static_cast<long long>(std::max(multiprocessors, 1)) * resident_ctas_per_sm(s, estimated_registers(s));
+    const long long k_tiles = (p.shape.K + s.block_k - 1) / s.block_k;
+    return tiles <= capacity && plan_persistent(tiles, k_tiles, capacity, split_tail).splits == 1;
+}
+
+int threads_per_block(const KernelSpec& s) {
+    // The wgmma kernel's TMA producer is one more warp.
+    return 32 * s.num_warps + (s.math == MathPath::wgmma && !s.cp_async_loads ? 32 : 0);
+}
 
 std::string nvrtc_arch(int cc_major, int cc_minor) {
     return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor) + (cc_major == 9 && cc_minor == 0 ? "a" : "");
@@ -333,6 +351,7 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_DYNAMIC_TILES", s.persistent && s.dynamic_tiles ? 1 : 0);
         // The kernel's bound on a split tile's parts (plan_persistent never plans more).
         if (s.persistent) def("MMT_MAX_SPLITS", kMaxTailSplits);
+        def("MMT_CP_ASYNC", s.cp_async_loads ? 1 : 0);
     }
     if (s.test_fault) def("MMT_TEST_FAULT", 1);
     return o.str();
@@ -345,7 +364,8 @@ std::string spec_name(const KernelSpec& s) {
       << "_v" << s.align.vec_a << '.' << s.align.vec_b << '.' << s.align.vec_c << (s.even_k ? "_evenk" : "")
       << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
       << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "")
-      << (s.math == MathPath::wgmma && s.persistent ? (s.dynamic_tiles ? "_pd" : "_p") : "") << (s.test_fault ? "_TESTFAULT" : "");
+      << (s.math == MathPath::wgmma && s.persistent ? (s.dynamic_tiles ? "_pd" : "_p") : "")
+      << (s.math == MathPath::wgmma && s.cp_async_loads ? "_ca" : "") << (s.test_fault ? "_TESTFAULT" : "");
     return o.str();
 }
 

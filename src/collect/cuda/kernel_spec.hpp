@@ -69,6 +69,10 @@ struct KernelSpec {
     /// wgmma path, persistent only (MMT_DYNAMIC_TILES): CTAs take their tiles from a global
     /// counter (the kernel's tile_counter argument) instead of the static stride.
     bool dynamic_tiles = false;
+    /// wgmma path, one tile per CTA in clusters of one (MMT_CP_ASYNC): the consumer warps
+    /// load their stages themselves with cp.async (Triton's scheme) instead of a producer
+    /// warp issuing TMA copies.
+    bool cp_async_loads = false;
     /// Test only (MMT_TEST_FAULT_CONFIG): the kernel writes through an illegal address.
     /// Part of the prelude, so a faulting kernel never shares a cache entry with a sound one.
     bool test_fault = false;
@@ -133,9 +137,10 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, cons
 /// frag_pipeline drop out (TMA zero-fills K). With `persistent` (and cluster_m 1) the
 /// spec gets persistent CTAs when their shared memory (the stages plus the C buffer)
 /// also fits; else it stays one tile per CTA. `dynamic_tiles` makes a persistent spec
-/// take its tiles from the global counter (KernelSpec::dynamic_tiles).
+/// take its tiles from the global counter (KernelSpec::dynamic_tiles). `cp_async_loads`
+/// (KernelSpec::cp_async_loads) overrides clusters and persistence: one tile per CTA.
 bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1, bool persistent = false,
-                  bool dynamic_tiles = false);
+                  bool dynamic_tiles = false, bool cp_async_loads = false);
 
 /// CTAs of a spec that one SM holds at once, from its shared memory, threads and
 /// registers per thread (sm_90 limits: 228 KiB shared memory with 1 KiB reserved per
@@ -166,6 +171,15 @@ PersistentPlan plan_persistent(long long tiles, long long k_tiles, long long cap
 /// batch): the tiles, plus on the wgmma path with clusters of two a CTA past the last
 /// row of tiles for each column when the row count is odd.
 long long grid_ctas(const KernelSpec& spec, long long M, long long N);
+
+/// Whether the wgmma path should load a TMA-loaded `spec` (clusters of one) with cp.async
+/// instead (KernelSpec::cp_async_loads): when the problem's tiles fit in one wave of
+/// resident CTAs (registers estimated) and the persistent schedule would not split them
+/// along K (`split_tail` on, plan_persistent). There persistent CTAs overlap nothing,
+/// and Triton's load order (every thread copies, one wgmma group in flight) outran the
+/// TMA producer: H100, 256x4096x4096 bf16 310 vs 297 TFLOP/s, 1376x80x216 7.5 vs 7.0;
+/// on multi-wave problems it lost (2552x10616x7616 514 vs 723; bench/NOTES_cuda.md).
+bool prefer_cp_async_loads(const KernelSpec& spec, const Problem& problem, int multiprocessors, bool split_tail);
 
 /// Threads the kernel is launched with: 32 · num_warps, plus the TMA producer warp on the
 /// wgmma path.
