@@ -231,16 +231,18 @@ constexpr unsigned SW_K_MODE = SW_K == 128 ? 1u : SW_K == 64 ? 2u : 3u;
 // extent) (M for A, N for B). K-major: rows of SW_K bytes, 8-row groups SW_K * 8 apart,
 // the k16 slice 32 bytes further along the row (inside box kk * 16 / KB). M/N-major:
 // rows of 64 elements (128 bytes) per k, 8-k groups 1024 bytes apart (SBO), 64-element
-// boxes BK * 128 bytes apart (LBO), the k16 slice 16 rows further down.
+// boxes BK * 128 bytes apart (LBO), the k16 slice 16 rows further down. Only the start
+// address differs between slices: the tile's descriptor plus the slice's offset in
+// 16-byte units (shared addresses stay below 2^18, so the 14-bit field never carries),
+// which keeps it to one add per wgmma instead of rebuilding every field.
 template <bool MN_MAJOR, int ROWS>
 __device__ __forceinline__ unsigned long long tile_desc(unsigned tile, int r0, int kk) {
     if constexpr (MN_MAJOR) {
-        const unsigned addr = tile + (r0 / MNB) * (BK * 128) + kk * 16 * 128;
-        return make_desc(addr, BK * 128, 1024, 1);
+        return make_desc(tile + (r0 / MNB) * (BK * 128), BK * 128, 1024, 1) + (kk * 16 * 128 >> 4);
     } else {
-        const int k = kk * 16;
-        const unsigned addr = tile + (k / KB) * (ROWS * SW_K) + r0 * SW_K + (k % KB) * ELT;
-        return make_desc(addr, 16, 8 * SW_K, SW_K_MODE);
+        constexpr int K_PER_BOX = KB / 16;  // k16 slices per box
+        return make_desc(tile + r0 * SW_K, 16, 8 * SW_K, SW_K_MODE) +
+               (((kk / K_PER_BOX) * (ROWS * SW_K) + (kk % K_PER_BOX) * 32) >> 4);
     }
 }
 
@@ -840,7 +842,8 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
         return;
     }
 
-    const int warpgroup = tid / 128;
+    // A constant with one warpgroup: the wgmma descriptors then fold to uniform values.
+    const int warpgroup = WARPGROUPS == 1 ? 0 : tid / 128;
     const int wg_m0 = (warpgroup % WGS_ALONG_M) * WG_M;
     const int wg_n0 = (warpgroup / WGS_ALONG_M) * WG_N;
     const int lane = tid & 31;
@@ -1041,7 +1044,8 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + (CP_ASYN
         return;
     }
 
-    const int warpgroup = tid / 128;
+    // A constant with one warpgroup: the wgmma descriptors then fold to uniform values.
+    const int warpgroup = WARPGROUPS == 1 ? 0 : tid / 128;
     const int wg_m0 = (warpgroup % WGS_ALONG_M) * WG_M;
     const int wg_n0 = (warpgroup / WGS_ALONG_M) * WG_N;
     float acc[MT][ACC];
