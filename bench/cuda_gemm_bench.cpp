@@ -13,8 +13,8 @@
 // contains TEXT; DEFAULT configs are still ranked among those timed),
 // --cluster 1|2 (wgmma kernels in clusters of one, or of two CTAs sharing B by TMA multicast;
 // default: the backend's choice per problem, two where B's rows are not 128-byte aligned),
-// --loads tma|cp-async (wgmma stages filled by a TMA producer warp, or by the consumer warps
-// with cp.async, one tile per CTA; default: the backend's rule),
+// --loads tma|cp-async (wgmma stages filled by a TMA producer warp, the default, or by the
+// consumer warps with cp.async in Triton's order, one tile per CTA),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
 // static stride), --no-split-tail (persistent CTAs run the last, partial wave's tiles whole
@@ -54,7 +54,7 @@ struct Args {
     bool persistent = true;
     bool dynamic_tiles = false;
     bool split_tail = true;
-    cuda::WgmmaLoads loads = cuda::WgmmaLoads::automatic;
+    cuda::WgmmaLoads loads = cuda::WgmmaLoads::tma;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -149,7 +149,6 @@ void run_suite(const Args& args) {
     cuda::CudaBackend backend(o);
     const std::string tag = !args.wgmma              ? "_no_wgmma"
                             : args.loads == cuda::WgmmaLoads::cp_async ? "_cp_async"
-                            : args.loads == cuda::WgmmaLoads::tma ? "_tma"
                             : args.cluster > 0       ? "_cluster" + std::to_string(args.cluster)
                             : !args.persistent       ? "_one_tile_per_cta"
                             : (args.dynamic_tiles ? std::string("_dynamic_tiles") : std::string()) +

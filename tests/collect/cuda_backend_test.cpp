@@ -58,8 +58,8 @@ void expect_every_default_config_matches_cublas(CudaBackend& backend, const std:
                     if (unsupported_reason(spec, limits)) continue;  // the prune rule, as prune() applies it
                     specs.emplace_back(spec, p);
                     // On sm_90 the backend runs the configs the wgmma rule admits with the
-                    // Hopper kernel instead: verify the kernel it chose (cp.async loads on
-                    // these one-wave problems, mostly) and the persistent TMA kernel.
+                    // Hopper kernel instead: verify the kernel it chose and, where that is
+                    // another, the persistent TMA kernel.
                     const KernelSpec chosen = backend.spec_for(c, p);
                     if (chosen.math == MathPath::wgmma) specs.emplace_back(chosen, p);
                     KernelSpec tma = spec;

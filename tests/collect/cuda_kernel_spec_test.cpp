@@ -336,50 +336,32 @@ TEST(CudaKernelSpec, SplitTailSpreadsTheLastWaveOverIdleSms) {
     EXPECT_EQ(p.grid, 132);
 }
 
-TEST(CudaKernelSpec, CpAsyncLoadsForOneWaveWithoutSplit) {
+TEST(CudaKernelSpec, CpAsyncLoadsRunOneTilePerCtaWithoutProducerWarp) {
     const auto skinny = problem(1, 256, 4096, 4096, "bfloat16");
-    // 64 x 128 x 128 s4 w4: 4 x 32 = 128 tiles, one 202 KiB CTA per SM, 132 SMs: one wave,
-    // and 132 / 128 leaves no room to split. The same tiles on 140 SMs still do not split.
-    auto narrow = make_spec(config(64, 128, 128, 4, 4), skinny);
-    ASSERT_TRUE(select_wgmma(narrow, kH100, 1, true));
-    ASSERT_TRUE(narrow.persistent);
-    EXPECT_TRUE(prefer_cp_async_loads(narrow, skinny, 132, true));
-    EXPECT_TRUE(prefer_cp_async_loads(narrow, skinny, 140, true));
-    // 127 SMs: a second wave, where persistent CTAs overlap one tile's epilogue with loads.
-    EXPECT_FALSE(prefer_cp_async_loads(narrow, skinny, 127, true));
-    // 128 x 128 x 128 s3 w8: 64 tiles, which the split tail halves along K (TMA keeps it),
-    // unless the split tail is off.
-    auto wide = make_spec(config(128, 128, 128, 3, 8), skinny);
-    ASSERT_TRUE(select_wgmma(wide, kH100, 1, true));
-    EXPECT_FALSE(prefer_cp_async_loads(wide, skinny, 132, true));
-    EXPECT_TRUE(prefer_cp_async_loads(wide, skinny, 132, false));
-    // 1376 x 80 x 216 in 64 x 64 x 64: 44 tiles of 4 k-tiles, too few to split.
-    const auto tiny = problem(1, 1376, 80, 216, "bfloat16");
-    auto small = make_spec(config(64, 64, 64, 4, 4), tiny);
-    ASSERT_TRUE(select_wgmma(small, kH100, 1, true));
-    EXPECT_TRUE(prefer_cp_async_loads(small, tiny, 132, true));
-    // Many waves; clusters; paths other than wgmma.
-    const auto large = problem(1, 2552, 10616, 7616, "bfloat16");
-    auto big = make_spec(config(128, 256, 64, 4, 8), large);
-    ASSERT_TRUE(select_wgmma(big, kH100, 1, true));
-    EXPECT_FALSE(prefer_cp_async_loads(big, large, 132, true));
-    auto clustered = make_spec(config(64, 128, 128, 4, 4), skinny);
-    ASSERT_TRUE(select_wgmma(clustered, kH100, 2));
-    EXPECT_FALSE(prefer_cp_async_loads(clustered, skinny, 132, true));
-    EXPECT_FALSE(prefer_cp_async_loads(make_spec(config(64, 128, 128, 4, 4), skinny), skinny, 132, true));
-
-    // The cp.async spec: one tile per CTA, no cluster, no producer warp, its own kernel.
+    auto tma = make_spec(config(64, 128, 128, 4, 4), skinny);
+    ASSERT_TRUE(select_wgmma(tma, kH100, 1, true));
+    ASSERT_TRUE(tma.persistent);
+    // cp.async loads override clusters and persistence: one tile per CTA, no cluster, no
+    // producer warp, a kernel of its own.
     auto loads = make_spec(config(64, 128, 128, 4, 4), skinny);
     ASSERT_TRUE(select_wgmma(loads, kH100, 2, true, true, true));
     EXPECT_TRUE(loads.cp_async_loads);
     EXPECT_FALSE(loads.persistent || loads.dynamic_tiles);
     EXPECT_EQ(loads.cluster_m, 1);
     EXPECT_EQ(threads_per_block(loads), 128);
-    EXPECT_EQ(threads_per_block(narrow), 160);
+    EXPECT_EQ(threads_per_block(tma), 160);
     EXPECT_NE(kernel_prelude(loads).find("#define MMT_CP_ASYNC 1\n"), std::string::npos);
-    EXPECT_NE(kernel_prelude(narrow).find("#define MMT_CP_ASYNC 0\n"), std::string::npos);
+    EXPECT_NE(kernel_prelude(tma).find("#define MMT_CP_ASYNC 0\n"), std::string::npos);
+    EXPECT_NE(spec_key(loads), spec_key(tma));
     EXPECT_EQ(spec_name(loads), "bf16_mm_nn_64x128x128_g8_s4_w4_v8.8.2_wgmma_ca");
-    EXPECT_FALSE(prefer_cp_async_loads(loads, skinny, 132, true));
+    // The same stages (and slack) as the TMA kernel with one tile per CTA.
+    auto one_tile = make_spec(config(64, 128, 128, 4, 4), skinny);
+    ASSERT_TRUE(select_wgmma(one_tile, kH100));
+    EXPECT_EQ(shared_bytes(loads), shared_bytes(one_tile));
+    // Not for configs the wgmma rule rejects (float32 here).
+    auto fp32 = make_spec(config(64, 128, 128, 4, 4), problem(1, 256, 4096, 4096, "float32"));
+    EXPECT_FALSE(select_wgmma(fp32, kH100, 1, false, false, true));
+    EXPECT_FALSE(fp32.cp_async_loads);
 }
 
 TEST(CudaKernelSpec, DynamicTilesArePersistentOnly) {

@@ -289,14 +289,8 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     // The injected fault exists in the classic template only: a faulting config stays on it.
     if (m_wgmma && !spec.test_fault) {
         const int cluster = m_wgmma_cluster > 0 ? m_wgmma_cluster : preferred_cluster_m(problem);
-        KernelSpec wgmma = spec;
-        select_wgmma(wgmma, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles,
+        select_wgmma(spec, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles,
                      m_wgmma_loads == WgmmaLoads::cp_async);
-        if (m_wgmma_loads == WgmmaLoads::automatic &&
-            prefer_cp_async_loads(wgmma, problem, m_context.info().multiprocessors, m_wgmma_split_tail))
-            select_wgmma(spec, limits(), 1, false, false, /*cp_async_loads=*/true);
-        else
-            spec = wgmma;
     }
     return spec;
 }

@@ -25,7 +25,7 @@ namespace mmt::collect::cuda {
 inline constexpr std::size_t kMaxPlannedKernels = 16384;
 
 /// Who fills the wgmma kernel's shared-memory stages (CudaBackendOptions::wgmma_loads).
-enum class WgmmaLoads { automatic, tma, cp_async };
+enum class WgmmaLoads { tma, cp_async };
 
 struct CudaBackendOptions {
     int device_index = 0;
@@ -56,10 +56,13 @@ struct CudaBackendOptions {
     /// wgmma path, persistent CTAs: split the last, partial wave's tiles along K
     /// (plan_persistent), so they spread over the SMs the wave would leave idle.
     bool wgmma_split_tail = true;
-    /// wgmma path: how the stages are loaded. automatic: the backend's rule; tma: a
-    /// producer warp issues TMA copies (clusters and persistent CTAs as above); cp_async:
-    /// the consumer warps copy with cp.async, one tile per CTA (KernelSpec::cp_async_loads).
-    WgmmaLoads wgmma_loads = WgmmaLoads::automatic;
+    /// wgmma path: how the stages are loaded. tma: a producer warp issues TMA copies
+    /// (clusters and persistent CTAs as above); cp_async: the consumer warps copy with
+    /// cp.async in Triton's order, one tile per CTA (KernelSpec::cp_async_loads). TMA by
+    /// default: cp.async won on the suite's one-wave shapes (H100 256x4096x4096 +3-4 %,
+    /// 1376x80x216 +3-7 %) but lost on most other one-wave problems, on the H200 up to
+    /// 10 % (bench/NOTES_cuda.md), so no rule picks it.
+    WgmmaLoads wgmma_loads = WgmmaLoads::tma;
     /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
     /// small problems too make each CTA walk several tiles.
     int wgmma_max_ctas = 0;
@@ -159,7 +162,7 @@ private:
     bool m_wgmma_dynamic_tiles = false;
     bool m_wgmma_split_tail = false;
     int m_wgmma_max_ctas = 0;
-    WgmmaLoads m_wgmma_loads = WgmmaLoads::automatic;
+    WgmmaLoads m_wgmma_loads = WgmmaLoads::tma;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
     std::unique_ptr<EventTimer> m_timer;

@@ -17,8 +17,8 @@
 //
 // MMT_CP_ASYNC 1 loads the same stages without TMA: every consumer thread copies its
 // share with cp.async, STAGES - 1 k-tiles ahead, in Triton's order (cp_async_k_tiles).
-// The host picks it for one-wave problems the persistent schedule would not split
-// (prefer_cp_async_loads in kernel_spec.cpp), where it measured faster.
+// An option of the backend (CudaBackendOptions::wgmma_loads), off by default: it won on
+// some one-wave problems and lost on more (bench/NOTES_cuda.md).
 //
 // Shared layout: each operand tile keeps its global orientation, in boxes whose rows are
 // at most 128 bytes, swizzled by TMA (128B, or 64B / 32B for K-major tiles with BLOCK_K

@@ -245,15 +245,6 @@ long long grid_ctas(const KernelSpec& s, long long M, long long N) {
     return (rows + cluster - 1) / cluster * cluster * ((N + s.block_n - 1) / s.block_n);
 }
 
-bool prefer_cp_async_loads(const KernelSpec& s, const Problem& p, int multiprocessors, bool split_tail) {
-    if (s.math != MathPath::wgmma || s.cluster_m != 1 || s.cp_async_loads) return false;
-    const long long tiles = grid_ctas(s, p.shape.M, p.shape.N) * p.shape.B;
-    const long long capacity =
-        static_cast<long long>(std::max(multiprocessors, 1)) * resident_ctas_per_sm(s, estimated_registers(s));
-    const long long k_tiles = (p.shape.K + s.block_k - 1) / s.block_k;
-    return tiles <= capacity && plan_persistent(tiles, k_tiles, capacity, split_tail).splits == 1;
-}
-
 int threads_per_block(const KernelSpec& s) {
     // The wgmma kernel's TMA producer is one more warp.
     return 32 * s.num_warps + (s.math == MathPath::wgmma && !s.cp_async_loads ? 32 : 0);

@@ -172,15 +172,6 @@ PersistentPlan plan_persistent(long long tiles, long long k_tiles, long long cap
 /// row of tiles for each column when the row count is odd.
 long long grid_ctas(const KernelSpec& spec, long long M, long long N);
 
-/// Whether the wgmma path should load a TMA-loaded `spec` (clusters of one) with cp.async
-/// instead (KernelSpec::cp_async_loads): when the problem's tiles fit in one wave of
-/// resident CTAs (registers estimated) and the persistent schedule would not split them
-/// along K (`split_tail` on, plan_persistent). There persistent CTAs overlap nothing,
-/// and Triton's load order (every thread copies, one wgmma group in flight) outran the
-/// TMA producer: H100, 256x4096x4096 bf16 310 vs 297 TFLOP/s, 1376x80x216 7.5 vs 7.0;
-/// on multi-wave problems it lost (2552x10616x7616 514 vs 723; bench/NOTES_cuda.md).
-bool prefer_cp_async_loads(const KernelSpec& spec, const Problem& problem, int multiprocessors, bool split_tail);
-
 /// Threads the kernel is launched with: 32 · num_warps, plus the TMA producer warp on the
 /// wgmma path.
 int threads_per_block(const KernelSpec& spec);
