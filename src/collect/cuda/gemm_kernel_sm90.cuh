@@ -434,6 +434,28 @@ __device__ __forceinline__ void advance(int& slot, unsigned& phase) {
     }
 }
 
+// Issues the wgmma group of the k-tile in the stage at `stage` and waits until it is the
+// only one in flight: the previous k-tile's group has completed and its stage may be
+// refilled once every warp has got here.
+__device__ __forceinline__ void mma_stage(float (&acc)[MT][ACC], unsigned stage, int wg_m0, int wg_n0) {
+    const unsigned sb = stage + A_BYTES;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) pin(acc[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+        const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
+#pragma unroll
+        for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(stage, wg_m0 + 64 * i, kk), db);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int i = 0; i < MT; ++i) pin(acc[i]);
+    wgmma_wait<1>();
+#pragma unroll
+    for (int i = 0; i < MT; ++i) pin(acc[i]);
+}
+
 // The consumers' main loop over one output tile's k-tiles, accumulating into `acc` (zeroed
 // here). One wgmma group stays in flight: k-tile kt's stage is released once the group of
 // kt + 1 has been issued and kt's has completed. Ends with every group complete and the
@@ -448,24 +470,7 @@ __device__ __forceinline__ void consume_k_tiles(float (&acc)[MT][ACC], int k_til
         for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
     for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(full_bar + 8 * slot, phase);
-        const unsigned sa = base + slot * STAGE_BYTES;
-        const unsigned sb = sa + A_BYTES;
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
-#pragma unroll
-            for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(sa, wg_m0 + 64 * i, kk), db);
-        }
-        wgmma_commit();
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
-        // The group of tile kt-1 has completed: its stage can be refilled.
-        wgmma_wait<1>();
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
+        mma_stage(acc, base + slot * STAGE_BYTES, wg_m0, wg_n0);
         // Release tile kt-1's stage. Every thread arrives: ptxas serialises the wgmma
         // pipeline around a lane-predicated arrival.
         if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
@@ -595,23 +600,7 @@ __device__ __forceinline__ void cp_async_k_tiles(float (&acc)[MT][ACC], const el
         cp_async_wait<STAGES - 2>();
         fence_to_async_proxy();
         asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
-        const unsigned sa = base + slot * STAGE_BYTES;
-        const unsigned sb = sa + A_BYTES;
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
-#pragma unroll
-            for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(sa, wg_m0 + 64 * i, kk), db);
-        }
-        wgmma_commit();
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
-        wgmma_wait<1>();
-#pragma unroll
-        for (int i = 0; i < MT; ++i) pin(acc[i]);
+        mma_stage(acc, base + slot * STAGE_BYTES, wg_m0, wg_n0);
         asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
         if (kt + STAGES - 1 < k_tiles) load(kt + STAGES - 1, refill);
         asm volatile("cp.async.commit_group;\n" ::: "memory");
