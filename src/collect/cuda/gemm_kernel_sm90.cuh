@@ -434,6 +434,29 @@ __device__ __forceinline__ void advance(int& slot, unsigned& phase) {
     }
 }
 
+// addmm's epilogue math on this thread's accumulators, alpha · acc + beta · bias[n], with
+// each column's bias loaded once per tile (inside the per-row-half store passes, after
+// their barriers, it was loaded 2 · MT times). `n0`: the warpgroup's first column.
+// Accumulator register 4j + 2h + e holds column 8j + 2(lane % 4) + e in both row halves h.
+__device__ __forceinline__ void apply_bias(float (&acc)[MT][ACC], const elem_t* __restrict__ bias, int n0, int N,
+                                           float alpha, float beta) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < WG_N / 8; ++j) {
+        const int n = n0 + 8 * j + 2 * (lane & 3);
+        const float b0 = n < N ? beta * to_float(bias[n]) : 0.f;
+        const float b1 = n + 1 < N ? beta * to_float(bias[n + 1]) : 0.f;
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                acc[i][4 * j + 2 * h] = alpha * acc[i][4 * j + 2 * h] + b0;
+                acc[i][4 * j + 2 * h + 1] = alpha * acc[i][4 * j + 2 * h + 1] + b1;
+            }
+        }
+    }
+}
+
 // Issues the wgmma group of the k-tile in the stage at `stage` and waits until it is the
 // only one in flight: the previous k-tile's group has completed and its stage may be
 // refilled once every warp has got here.
@@ -868,6 +891,7 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
                 continue;  // another part finishes this tile
         }
 
+        if constexpr (ADDMM) apply_bias(acc, bias, n_base + wg_n0, N, alpha, beta);
         // Epilogue, per warpgroup and row half of each m64 block: 32 rows (rows 16w + lane/4
         // + 8h of the block, buffer row 8w + lane/4) through the warpgroup's buffer.
         elem_t* cb = c + static_cast<long long>(batch) * stride_c;
@@ -882,13 +906,8 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
 #pragma unroll
                 for (int j = 0; j < WG_N / 8; ++j) {
                     const int col = 8 * j + 2 * (lane & 3);
-                    float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
-                    if constexpr (ADDMM) {
-                        const int n = n_base + wg_n0 + col;
-                        v0 = alpha * v0 + (n < N ? beta * to_float(bias[n]) : 0.f);
-                        v1 = alpha * v1 + (n + 1 < N ? beta * to_float(bias[n + 1]) : 0.f);
-                    }
-                    const unsigned pair = (unsigned)from_float(v0) | ((unsigned)from_float(v1) << 16);
+                    const unsigned pair = (unsigned)from_float(acc[i][4 * j + 2 * h]) |
+                                          ((unsigned)from_float(acc[i][4 * j + 2 * h + 1]) << 16);
                     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(cbuf + (rb * WG_C_PITCH + col) * ELT), "r"(pair)
                                  : "memory");
                 }
@@ -1052,6 +1071,7 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + (CP_ASYN
     // the last full barrier, and the barrier below waits for the last wgmma reads), so
     // the tile of C is staged there, rows padded by 16 bytes (conflict-free pair writes),
     // then written back in coalesced 16-byte pieces.
+    if constexpr (ADDMM) apply_bias(acc, bias, n_base + wg_n0, N, alpha, beta);
     asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
     // Accumulator layout of m64nN: warp w of the warpgroup owns rows 16w + lane/4 (+8);
     // register 4j + 2h + e is column 8j + 2(lane%4) + e of row half h.
@@ -1065,13 +1085,8 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + (CP_ASYN
 #pragma unroll
             for (int j = 0; j < WG_N / 8; ++j) {
                 const int col = wg_n0 + 8 * j + 2 * (lane & 3);
-                float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
-                if constexpr (ADDMM) {
-                    const int n = n_base + col;
-                    v0 = alpha * v0 + (n < N ? beta * to_float(bias[n]) : 0.f);
-                    v1 = alpha * v1 + (n + 1 < N ? beta * to_float(bias[n + 1]) : 0.f);
-                }
-                const unsigned pair = (unsigned)from_float(v0) | ((unsigned)from_float(v1) << 16);
+                const unsigned pair = (unsigned)from_float(acc[i][4 * j + 2 * h]) |
+                                      ((unsigned)from_float(acc[i][4 * j + 2 * h + 1]) << 16);
                 asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(base + (r * C_PITCH + col) * ELT), "r"(pair) : "memory");
             }
         }
