@@ -395,9 +395,10 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
     float alpha = problem.alpha, beta = problem.beta;
     CUdeviceptr a = ops.a, b = ops.b, c = ops.c, bias = ops.bias;
     if (spec.math == MathPath::wgmma) {
-        // Operands reach the Hopper kernel as TMA tensor maps (__grid_constant__ parameters).
-        CUtensorMap map_a, map_b;
-        encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
+        // Operands reach the Hopper kernel as TMA tensor maps (__grid_constant__ parameters);
+        // the cp.async variant reads the raw pointers passed after them and needs no maps.
+        CUtensorMap map_a{}, map_b{};
+        if (!spec.cp_async_loads) encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
         int batches = static_cast<int>(s.B);
         CUdeviceptr counter = m_tile_counter.get();
         // Persistent CTAs walk the tiles of every batch themselves: a 1-D grid.
@@ -428,7 +429,6 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
             ++m_stats.split_tail_launches;
         }
         int split_from = static_cast<int>(plan.split_from), splits = plan.splits;
-        // The raw operands too: the cp.async variant (KernelSpec::cp_async_loads) reads them.
         void* wargs[] = {&map_a, &map_b,   &c,       &bias,      &M,     &N,          &K,      &ldc, &sc, &alpha,
                          &beta,  &batches, &counter, &workspace, &flags, &split_from, &splits, &a,   &b,  &lda,
                          &ldb,   &sa,      &sb};
