@@ -18,18 +18,9 @@
 
 #ifndef MMT_UTILITY
 
-#define MMT_CAT2(a, b) a##b
-#define MMT_CAT(a, b) MMT_CAT2(a, b)
-
 namespace {
 
-constexpr int BM = MMT_BLOCK_M;
-constexpr int BN = MMT_BLOCK_N;
-constexpr int BK = MMT_BLOCK_K;
-constexpr int GROUP_M = MMT_GROUP_M;
-constexpr int STAGES = MMT_NUM_STAGES;
-constexpr int WARPS = MMT_NUM_WARPS;
-constexpr int THREADS = WARPS * 32;
+// BM, BN, BK, GROUP_M, STAGES, WARPS, THREADS, ADDMM and smem_addr: gemm_kernel_common.cuh.
 constexpr bool EVEN_K = MMT_EVEN_K != 0;
 constexpr int MATH = MMT_MATH;
 constexpr bool A_KMAJOR = MMT_A_KMAJOR != 0;  // A is row-major: its K index is contiguous
@@ -37,7 +28,6 @@ constexpr bool B_KMAJOR = MMT_B_KMAJOR != 0;  // B is column-major: its K index 
 constexpr int VEC_A = MMT_VEC_A;               // elements per global load of A
 constexpr int VEC_B = MMT_VEC_B;
 constexpr int VEC_C = MMT_VEC_C;               // 2 when pairs of C elements may be stored together
-constexpr bool ADDMM = MMT_ADDMM != 0;
 // MMT_FRAG_PIPELINE 1: fragments double-buffered across k-tiles too (mainloop_mma);
 // 0: across the k-steps of a tile only. The prelude always sets it.
 #ifndef MMT_FRAG_PIPELINE
@@ -62,12 +52,6 @@ constexpr int B_COLS = B_KMAJOR ? BK : BN;
 constexpr int A_TILE = BM * BK;
 constexpr int B_TILE = BN * BK;
 constexpr int STAGE_ELEMS = A_TILE + B_TILE;
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    unsigned long long a;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-    return (unsigned)a;
-}
 
 // Bank-conflict-free placement of element (row, col) of a [rows][COLS] tile. Storage is
 // cut into 16-byte chunks; the chunk index inside each 128-byte line is XORed with the

@@ -52,18 +52,9 @@
 // epilogue and sets the flag back to zero for the next launch. Nobody waits for another
 // CTA, so no schedule can deadlock.
 
-#define MMT_CAT2(a, b) a##b
-#define MMT_CAT(a, b) MMT_CAT2(a, b)
-
 namespace {
 
-constexpr int BM = MMT_BLOCK_M;
-constexpr int BN = MMT_BLOCK_N;
-constexpr int BK = MMT_BLOCK_K;
-constexpr int GROUP_M = MMT_GROUP_M;
-constexpr int STAGES = MMT_NUM_STAGES;
-constexpr int WARPS = MMT_NUM_WARPS;
-constexpr int THREADS = WARPS * 32;
+// BM, BN, BK, GROUP_M, STAGES, WARPS, THREADS, ADDMM and smem_addr: gemm_kernel_common.cuh.
 constexpr int WARPGROUPS = WARPS / 4;
 constexpr int WG_M = MMT_WG_M;  // rows of C per warpgroup
 constexpr int WG_N = MMT_WG_N;  // columns of C per warpgroup (the wgmma N)
@@ -72,7 +63,6 @@ constexpr int MT = WG_M / 64;   // m64 instructions per k16 step
 constexpr int ACC = WG_N / 2;   // accumulators per thread per m64 instruction
 constexpr bool A_MN_MAJOR = MMT_A_KMAJOR == 0;  // A column-major: M contiguous
 constexpr bool B_MN_MAJOR = MMT_B_KMAJOR == 0;  // B row-major: N contiguous
-constexpr bool ADDMM = MMT_ADDMM != 0;
 // MMT_CLUSTER_M 2: CTAs run in clusters of two along M that share their B tile: each
 // loads half of it and multicasts the half to both (halving B's L2 -> SM traffic).
 #ifndef MMT_CLUSTER_M
@@ -134,12 +124,6 @@ constexpr unsigned TX_BYTES = (BM + BN) * BK * ELT;  // TMA counts zero-filled b
 struct alignas(64) TensorMap {
     unsigned long long opaque[16];
 };
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    unsigned long long a;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-    return (unsigned)a;
-}
 
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
