@@ -51,14 +51,28 @@ TEST(CudaKernelSpec, FragmentPipelineRule) {
     const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
     // 8 warps, 3 stages: on (one CTA per SM, the barrier stall is exposed).
     EXPECT_TRUE(make_spec(config(128, 256, 32, 3, 8), p).frag_pipeline);
-    // 4 warps with 64x64 warp tiles: about 232 registers > 200: off.
+    // ...also where the estimate is past 255 (ptxas spilled 88 bytes, and the A/B still
+    // measured 1.08-1.22x).
+    EXPECT_GT(frag_pipeline_registers(make_spec(config(128, 256, 64, 3, 8), p)), 255);
+    EXPECT_TRUE(make_spec(config(128, 256, 64, 3, 8), p).frag_pipeline);
+    // 4 warps with 64x64 warp tiles: 128 + 32 x 3 + 4 x 8 = 256 registers: off.
+    EXPECT_EQ(frag_pipeline_registers(make_spec(config(128, 128, 32, 3, 4), p)), 256);
     EXPECT_FALSE(make_spec(config(128, 128, 32, 3, 4), p).frag_pipeline);
-    // Small warp tiles leave room: 64x64 over 4 warps is 32x32 per warp, about 104.
+    // Small warp tiles leave room: 64x64 over 4 warps is 32x32 per warp.
     EXPECT_TRUE(make_spec(config(64, 64, 32, 3, 4), p).frag_pipeline);
+    // BLOCK_K counts: 8 k-steps of 32x64 warp tiles (ptxas: 255 registers and a 44-byte
+    // spill with the pipeline, 254 without); the old BLOCK_K-blind estimate said 152.
+    EXPECT_FALSE(make_spec(config(64, 128, 128, 4, 4), p).frag_pipeline);
+    EXPECT_TRUE(make_spec(config(64, 128, 32, 3, 4), p).frag_pipeline);
+    // tf32 takes k-steps of 8 and 4-byte elements (64x128x64: a 184-byte spill with it).
+    auto tf32 = config(64, 128, 64, 3, 4);
+    tf32.allow_tf32 = true;
+    EXPECT_FALSE(make_spec(tf32, problem(1, 4096, 4096, 4096, "float32")).frag_pipeline);
     // Two stages: the next tile would land only one k-step ahead: off.
     EXPECT_FALSE(make_spec(config(64, 64, 32, 2, 4), p).frag_pipeline);
     // No fragments on the FMA path.
     EXPECT_FALSE(make_spec(config(64, 64, 32, 3, 4), problem(1, 64, 64, 64, "float32")).frag_pipeline);
+    EXPECT_EQ(frag_pipeline_registers(make_spec(config(64, 64, 32, 3, 4), problem(1, 64, 64, 64, "float32"))), 0);
 }
 
 TEST(CudaKernelSpec, SharedMemoryFormula) {

@@ -137,7 +137,7 @@ KernelSpec make_spec(const core::GemmConfig& c, const std::string& dtype, const 
             choose_warp_grid(s);
     }
     s.frag_pipeline = s.math != MathPath::fma && s.num_stages >= 3 && s.warps_m != 0 &&
-                      (s.num_warps == 8 || estimated_registers(s) <= kFragPipelineRegisters);
+                      (s.num_warps == 8 || frag_pipeline_registers(s) <= 255);
     return s;
 }
 
@@ -285,6 +285,16 @@ int estimated_registers(const KernelSpec& s) {
     const int accumulators = wtm * wtn / 32;
     const int fragments = 2 * ((wtm / 16) * 4 + (wtn / 8) * 2);  // two buffers of A and B fragments
     return accumulators + fragments + kOverhead;
+}
+
+int frag_pipeline_registers(const KernelSpec& s) {
+    if (s.math == MathPath::fma || s.warps_m == 0) return 0;
+    const int wtm = s.block_m / s.warps_m, wtn = s.block_n / s.warps_n;
+    const int accumulators = wtm * wtn / 32;
+    const int fragments_per_step = (wtm / 16) * 4 + (wtn / 8) * 2;  // A per m16, B per n8
+    const int steps = s.block_k / (s.math == MathPath::tf32 ? 8 : 16);
+    const int copies = (s.block_m + s.block_n) * s.block_k * core::dtype_size(s.dtype) / (16 * 32 * s.num_warps);
+    return accumulators + fragments_per_step * (steps + 1) + 4 * copies;
 }
 
 std::optional<std::string> unsupported_reason(const KernelSpec& s, const DeviceLimits& limits) {

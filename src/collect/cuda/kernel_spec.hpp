@@ -51,10 +51,10 @@ struct KernelSpec {
     /// Tensor-core paths: double-buffer fragments across k-tiles too, so the barrier that
     /// publishes tile kt+1 comes before tile kt's last MMAs (mainloop_mma). make_spec turns
     /// it on for num_stages >= 3 when the CTA has 8 warps (one CTA per SM: the barrier
-    /// stall is exposed) or the register estimate leaves room for the extra fragment set
-    /// (<= kFragPipelineRegisters). Measured on H100 (bench/NOTES_cuda.md): 1.3-1.5x for
-    /// 128x256 / 256x128 tiles with 8 warps; 0.5x with 2 stages; 0.5-0.9x for 4-warp
-    /// 128x128 tiles (spills, and a second CTA per SM already hides the stall).
+    /// stall is exposed) or frag_pipeline_registers() fits in 255. Measured on H100
+    /// (bench/NOTES_cuda.md): 1.3-1.5x for 128x256 / 256x128 tiles with 8 warps (also
+    /// where ptxas spills a little); 0.5x with 2 stages; 0.5-0.9x for 4-warp 128x128 tiles
+    /// (spills, and a second CTA per SM already hides the stall).
     bool frag_pipeline = false;
     /// wgmma path: the C tile of one warpgroup (rows, columns); 0 on the other paths.
     int wg_m = 0;
@@ -78,8 +78,6 @@ struct KernelSpec {
     bool test_fault = false;
 };
 
-/// Register estimate up to which make_spec() enables KernelSpec::frag_pipeline.
-inline constexpr int kFragPipelineRegisters = 200;
 
 /// What the prune rule needs to know about a device.
 struct DeviceLimits {
@@ -121,6 +119,15 @@ std::size_t shared_bytes(const KernelSpec& spec);
 /// Registers per thread the kernel is expected to need (accumulators, double-buffered
 /// fragments, and a fixed allowance for addresses and indices).
 int estimated_registers(const KernelSpec& spec);
+
+/// Registers per thread the mma.sync kernel with KernelSpec::frag_pipeline is expected to
+/// need: accumulators, fragments for every k-step of a tile plus the next tile's first
+/// (ptxas keeps a tile's fragment loads in flight together), and 4 per 16-byte copy a
+/// thread issues per stage (address and predicate). Fitted to ptxas -v (sm_80) over 377
+/// sampled EXHAUSTIVE configs x {bf16, tf32}: of the 4- and 2-warp configs it admits, 6
+/// spill more than 8 bytes with the pipeline (the previous rule, 200 over a BLOCK_K-blind
+/// estimate, admitted 40); 0 for the FMA path.
+int frag_pipeline_registers(const KernelSpec& spec);
 
 /// Why the wgmma path (gemm_kernel_sm90.cuh) cannot run an mma16 spec, or nullopt when it
 /// can. The rule: float16 / bfloat16 (mma16 path); num_warps 4 or 8 (one or two
