@@ -413,10 +413,13 @@ void run_ab(const Args& args) {
     cuda::CudaBackendOptions off, on;
     off.frag_pipeline = 0;
     on.frag_pipeline = 1;
+    // The A/B is about the mma.sync main loop: on Hopper too, no config goes to wgmma.
+    off.wgmma = on.wgmma = false;
     off.cache_dir = on.cache_dir = cuda::KernelCache::default_disk_dir();
     cuda::CudaBackend a(off), b(on);
     std::vector<Problem> problems{make_problem("mm", 1, 4096, 4096, 4096, "bfloat16"),
-                                  make_problem("mm", 1, 2552, 10616, 7616, "float16")};
+                                  make_problem("mm", 1, 2552, 10616, 7616, "float16"),
+                                  make_problem("mm", 1, 4096, 4096, 4096, "float32")};
     std::vector<core::GemmConfig> configs = default_configs();
     for (const auto& [bm, bn, bk, st, w] : std::vector<std::array<int, 5>>{
              {128, 256, 32, 3, 8}, {128, 256, 32, 4, 8}, {256, 128, 32, 3, 8}, {128, 256, 64, 3, 8},
@@ -433,7 +436,7 @@ void run_ab(const Args& args) {
     for (const Problem& p : problems) {
         a.prepare(p, 42);
         b.prepare(p, 42);
-        const auto specialized = specialize_configs(configs, p, false);
+        const auto specialized = specialize_configs(configs, p, /*allow_tf32=*/true);  // float32: the tf32 path
         const auto kept = a.prune(specialized, p).kept;
         b.prune(kept, p);
         for (const auto& c : kept) {
