@@ -68,6 +68,10 @@ TEST(CudaKernelSpec, FragmentPipelineRule) {
     auto tf32 = config(64, 128, 64, 3, 4);
     tf32.allow_tf32 = true;
     EXPECT_FALSE(make_spec(tf32, problem(1, 4096, 4096, 4096, "float32")).frag_pipeline);
+    // ...and no 8-warp exemption: 128x256x32 w8 ran at 0.6-0.75x with the pipeline.
+    auto tf32_w8 = config(128, 256, 32, 3, 8);
+    tf32_w8.allow_tf32 = true;
+    EXPECT_FALSE(make_spec(tf32_w8, problem(1, 4096, 4096, 4096, "float32")).frag_pipeline);
     // Two stages: the next tile would land only one k-step ahead: off.
     EXPECT_FALSE(make_spec(config(64, 64, 32, 2, 4), p).frag_pipeline);
     // No fragments on the FMA path.

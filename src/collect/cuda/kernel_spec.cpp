@@ -136,8 +136,10 @@ KernelSpec make_spec(const core::GemmConfig& c, const std::string& dtype, const 
         else
             choose_warp_grid(s);
     }
+    // 8 warps go on even past the estimate on the 16-bit path only: there the pipeline won
+    // 1.08-1.5x with small spills; tf32's 8-warp tiles spill more and lost 0.6-0.8x (H100).
     s.frag_pipeline = s.math != MathPath::fma && s.num_stages >= 3 && s.warps_m != 0 &&
-                      (s.num_warps == 8 || frag_pipeline_registers(s) <= 255);
+                      ((s.num_warps == 8 && s.math == MathPath::mma16) || frag_pipeline_registers(s) <= 255);
     return s;
 }
 

@@ -50,11 +50,12 @@ struct KernelSpec {
     int thread_n = 0;
     /// Tensor-core paths: double-buffer fragments across k-tiles too, so the barrier that
     /// publishes tile kt+1 comes before tile kt's last MMAs (mainloop_mma). make_spec turns
-    /// it on for num_stages >= 3 when the CTA has 8 warps (one CTA per SM: the barrier
-    /// stall is exposed) or frag_pipeline_registers() fits in 255. Measured on H100
-    /// (bench/NOTES_cuda.md): 1.3-1.5x for 128x256 / 256x128 tiles with 8 warps (also
-    /// where ptxas spills a little); 0.5x with 2 stages; 0.5-0.9x for 4-warp 128x128 tiles
-    /// (spills, and a second CTA per SM already hides the stall).
+    /// it on for num_stages >= 3 when frag_pipeline_registers() fits in 255, or the CTA has
+    /// 8 warps on the 16-bit path (one CTA per SM: the barrier stall is exposed). Measured
+    /// on H100 (bench/NOTES_cuda.md): 1.3-1.5x for 16-bit 128x256 / 256x128 tiles with 8
+    /// warps (also where ptxas spills a little), 0.6-0.8x for the same tiles in tf32; 0.5x
+    /// with 2 stages; 0.5-0.9x for 4-warp 128x128 tiles (spills, and a second CTA per SM
+    /// already hides the stall).
     bool frag_pipeline = false;
     /// wgmma path: the C tile of one warpgroup (rows, columns); 0 on the other paths.
     int wg_m = 0;
