@@ -90,10 +90,59 @@ __device__ __forceinline__ void copy_vec(elem_t* dst, const elem_t* src, bool va
                      "n"(BYTES), "r"(valid ? BYTES : 0)
                      : "memory");
     } else {
-        // A 2-byte element has no cp.async form: plain load, plain store.
-        *dst = valid ? *src : elem_t(0);
+        static_assert(BYTES >= 4, "2-byte elements go through ElementTile");
     }
 }
+
+// Operand tiles of 2-byte elements that no wider load can reach (VEC 1: cp.async copies 4,
+// 8 or 16 bytes) are staged in registers: fetch() issues plain loads, two elements packed
+// per register, before the MMAs of the current k-tile; deposit() stores them into the
+// stage after those MMAs, so the loads' latency hides behind the math. (A load and a store
+// per element inside the copy loop waited for each load in turn: 0.38-0.61 of cuBLAS on
+// H200 problems with odd K and N, bench/NOTES_cuda.md.) Thread tid takes elements tid,
+// tid + THREADS, ...: with power-of-two tiles they all lie in one column, rows THREADS /
+// COLS apart, or each row holds COLS / THREADS of them, so one running pointer reaches
+// them all (with an address per element ptxas kept them live and spilled: 64x64x32 w4,
+// 255 registers and 44 bytes). Elements outside the operand (row_end, col_end: its extents
+// from the tile origin) read as zero; those rows and columns are never stored.
+template <int ROWS, int COLS>
+struct ElementTile {
+    static constexpr int ITERS = ROWS * COLS / THREADS;
+    static_assert(ITERS * THREADS == ROWS * COLS && (COLS % THREADS == 0 || THREADS % COLS == 0),
+                  "power-of-two tiles of at least THREADS elements");
+    static constexpr int PER_ROW = COLS > THREADS ? COLS / THREADS : 1;    // elements per row and thread
+    static constexpr int ROW_STEP = COLS > THREADS ? 1 : THREADS / COLS;  // rows between a thread's rows
+    unsigned v[(ITERS + 1) / 2];
+
+    // Row and column (as stored) of thread tid's j-th element.
+    __device__ __forceinline__ static int row(int tid, int j) {
+        return (COLS > THREADS ? 0 : tid / COLS) + (j / PER_ROW) * ROW_STEP;
+    }
+    __device__ __forceinline__ static int col(int tid, int j) {
+        return (COLS > THREADS ? tid : tid % COLS) + (j % PER_ROW) * THREADS;
+    }
+
+    __device__ __forceinline__ void fetch(const elem_t* g, long long ld, int row_end, int col_end, int tid) {
+        const elem_t* p = g + row(tid, 0) * ld + col(tid, 0);
+#pragma unroll
+        for (int j = 0; j < ITERS; ++j) {
+            const bool valid = row(tid, j) < row_end && col(tid, j) < col_end;
+            const unsigned e = valid ? p[(j % PER_ROW) * THREADS] : 0u;
+            v[j / 2] = j % 2 == 0 ? e : v[j / 2] | (e << 16);
+            if (j % PER_ROW == PER_ROW - 1) p += ROW_STEP * ld;
+        }
+    }
+
+    __device__ __forceinline__ void deposit(elem_t* s, int tid) const {
+#pragma unroll
+        for (int j = 0; j < ITERS; ++j)
+            s[swizzle<COLS>(row(tid, j), col(tid, j))] = static_cast<elem_t>(v[j / 2] >> (16 * (j % 2)));
+    }
+};
+
+// Whether an operand loaded VEC elements at a time goes through ElementTile.
+template <int VEC>
+constexpr bool BY_ELEMENT = VEC * ELT < 4;
 
 // Loads one operand tile ([ROWS][COLS] as stored) of k-tile `k0` into shared memory.
 // `g` points at the tile's origin (row r0, col c0 of the operand as stored); `row_end` and
@@ -104,6 +153,7 @@ __device__ __forceinline__ void load_tile(elem_t* s, const elem_t* g, long long 
     constexpr int UPR = COLS / VEC;
     constexpr int UNITS = ROWS * UPR;
     constexpr int ITERS = (UNITS + THREADS - 1) / THREADS;
+    static_assert(!BY_ELEMENT<VEC>, "2-byte elements go through ElementTile");
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
         const int u = tid + it * THREADS;
@@ -367,12 +417,15 @@ __device__ __forceinline__ void mma_all(Accum& acc, const Frags& f) {
 // ring, fragments are double-buffered in registers across k-steps and across k-tiles: the
 // barrier that publishes tile kt+1 comes before the last k-step's MMAs of tile kt, so the
 // first fragments of tile kt+1 load while those MMAs run.
-template <typename LoadStage>
-__device__ __forceinline__ void mainloop_mma(Accum& acc, elem_t* smem, int k_tiles, LoadStage& load_stage, int wm0,
-                                             int wn0, int lane) {
+template <typename FetchStage, typename DepositStage>
+__device__ __forceinline__ void mainloop_mma(Accum& acc, elem_t* smem, int k_tiles, FetchStage& fetch_stage,
+                                             DepositStage& deposit_stage, int wm0, int wn0, int lane) {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load_stage(s, s);
+        if (s < k_tiles) {
+            fetch_stage(s, s);
+            deposit_stage(s);
+        }
         cp_async_commit();
     }
     cp_async_wait<STAGES - 2>();
@@ -394,10 +447,12 @@ __device__ __forceinline__ void mainloop_mma(Accum& acc, elem_t* smem, int k_til
             if (ks == 0) {
                 // write_slot held tile kt-1, whose last fragments were read before the
                 // barrier that ended tile kt-1.
-                if (kt + STAGES - 1 < k_tiles) load_stage(kt + STAGES - 1, write_slot);
+                if (kt + STAGES - 1 < k_tiles) fetch_stage(kt + STAGES - 1, write_slot);
                 cp_async_commit();
             }
             if (ks == KSTEPS - 1) {
+                // Before the barrier below, which publishes it when STAGES is 2.
+                if (kt + STAGES - 1 < k_tiles) deposit_stage(write_slot);
                 cp_async_wait<STAGES - 2>();  // tile kt+1 has landed (this thread's copies)
                 __syncthreads();              // ... and every other thread's
                 if (kt + 1 < k_tiles)
@@ -542,20 +597,42 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const long long b_kstep = B_KMAJOR ? BK : BK * ldb;
     const int k_tiles = (K + BK - 1) / BK;
 
-    auto load_stage = [&](int kt, int slot) {
+    // fetch_stage issues k-tile kt's loads into `slot` (element-wise operands: into
+    // registers); deposit_stage stores the registers into the slot. The main loops call
+    // deposit after the MMAs that follow the fetch.
+    ElementTile<A_ROWS, A_COLS> a_regs;
+    ElementTile<B_ROWS, B_COLS> b_regs;
+    auto fetch_stage = [&](int kt, int slot) {
         elem_t* sa = smem + slot * STAGE_ELEMS;
         elem_t* sb = sa + A_TILE;
         const int k_left = K - kt * BK;
         const elem_t* pa = ga + kt * a_kstep;
         const elem_t* pb = gb + kt * b_kstep;
-        if constexpr (A_KMAJOR)
+        if constexpr (BY_ELEMENT<VEC_A>) {
+            if constexpr (A_KMAJOR)
+                a_regs.fetch(pa, lda, M - m_base, k_left, tid);
+            else
+                a_regs.fetch(pa, lda, k_left, M - m_base, tid);
+        } else if constexpr (A_KMAJOR) {
             load_tile<A_ROWS, A_COLS, VEC_A, false>(sa, pa, lda, M - m_base, k_left, tid);
-        else
+        } else {
             load_tile<A_ROWS, A_COLS, VEC_A, true>(sa, pa, lda, k_left, M - m_base, tid);
-        if constexpr (B_KMAJOR)
+        }
+        if constexpr (BY_ELEMENT<VEC_B>) {
+            if constexpr (B_KMAJOR)
+                b_regs.fetch(pb, ldb, N - n_base, k_left, tid);
+            else
+                b_regs.fetch(pb, ldb, k_left, N - n_base, tid);
+        } else if constexpr (B_KMAJOR) {
             load_tile<B_ROWS, B_COLS, VEC_B, false>(sb, pb, ldb, N - n_base, k_left, tid);
-        else
+        } else {
             load_tile<B_ROWS, B_COLS, VEC_B, true>(sb, pb, ldb, k_left, N - n_base, tid);
+        }
+    };
+    auto deposit_stage = [&](int slot) {
+        elem_t* sa = smem + slot * STAGE_ELEMS;
+        if constexpr (BY_ELEMENT<VEC_A>) a_regs.deposit(sa, tid);
+        if constexpr (BY_ELEMENT<VEC_B>) b_regs.deposit(sa + A_TILE, tid);
     };
 
     Accum acc;
@@ -577,12 +654,13 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
 #if MMT_MATH != 2 && MMT_FRAG_PIPELINE
     if constexpr (STAGES >= 2) {
-        mainloop_mma(acc, smem, k_tiles, load_stage, wm0, wn0, lane);
+        mainloop_mma(acc, smem, k_tiles, fetch_stage, deposit_stage, wm0, wn0, lane);
     } else
 #endif
     if constexpr (STAGES == 1) {
         for (int kt = 0; kt < k_tiles; ++kt) {
-            load_stage(kt, 0);
+            fetch_stage(kt, 0);
+            deposit_stage(0);
             cp_async_commit();
             cp_async_wait<0>();
             __syncthreads();
@@ -592,7 +670,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     } else {
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < k_tiles) load_stage(s, s);
+            if (s < k_tiles) {
+                fetch_stage(s, s);
+                deposit_stage(s);
+            }
             cp_async_commit();
         }
         int read_slot = 0;
@@ -601,9 +682,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
             cp_async_wait<STAGES - 2>();
             __syncthreads();
             // The slot refilled here was read by step kt-1, which every thread has left.
-            if (kt + STAGES - 1 < k_tiles) load_stage(kt + STAGES - 1, write_slot);
+            const bool refill = kt + STAGES - 1 < k_tiles;
+            if (refill) fetch_stage(kt + STAGES - 1, write_slot);
             cp_async_commit();
             compute_stage(acc, smem + read_slot * STAGE_ELEMS, wm0, wn0, cta_arg);
+            // Published by the barrier of step kt + 1 at the latest (STAGES >= 2).
+            if (refill) deposit_stage(write_slot);
             read_slot = read_slot + 1 == STAGES ? 0 : read_slot + 1;
             write_slot = write_slot + 1 == STAGES ? 0 : write_slot + 1;
         }
