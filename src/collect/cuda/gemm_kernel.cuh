@@ -174,6 +174,20 @@ __device__ __forceinline__ void load_tile(elem_t* s, const elem_t* g, long long 
     }
 }
 
+// One operand's share of a stage: cp.async copies into `s`, or element loads into `regs`
+// (deposited later). `mn_left` / `k_left`: the operand's M (or N) and K extents from the
+// tile origin; a K-major operand stores M (or N) along rows, the other K.
+template <int ROWS, int COLS, int VEC, bool KMAJOR>
+__device__ __forceinline__ void fetch_operand(ElementTile<ROWS, COLS>& regs, elem_t* s, const elem_t* g, long long ld,
+                                              int mn_left, int k_left, int tid) {
+    const int row_end = KMAJOR ? mn_left : k_left;
+    const int col_end = KMAJOR ? k_left : mn_left;
+    if constexpr (BY_ELEMENT<VEC>)
+        regs.fetch(g, ld, row_end, col_end, tid);
+    else
+        load_tile<ROWS, COLS, VEC, !KMAJOR>(s, g, ld, row_end, col_end, tid);
+}
+
 __device__ __forceinline__ float to_float(elem_t v) {
 #if MMT_DTYPE == 0
     float f;
@@ -608,26 +622,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         const int k_left = K - kt * BK;
         const elem_t* pa = ga + kt * a_kstep;
         const elem_t* pb = gb + kt * b_kstep;
-        if constexpr (BY_ELEMENT<VEC_A>) {
-            if constexpr (A_KMAJOR)
-                a_regs.fetch(pa, lda, M - m_base, k_left, tid);
-            else
-                a_regs.fetch(pa, lda, k_left, M - m_base, tid);
-        } else if constexpr (A_KMAJOR) {
-            load_tile<A_ROWS, A_COLS, VEC_A, false>(sa, pa, lda, M - m_base, k_left, tid);
-        } else {
-            load_tile<A_ROWS, A_COLS, VEC_A, true>(sa, pa, lda, k_left, M - m_base, tid);
-        }
-        if constexpr (BY_ELEMENT<VEC_B>) {
-            if constexpr (B_KMAJOR)
-                b_regs.fetch(pb, ldb, N - n_base, k_left, tid);
-            else
-                b_regs.fetch(pb, ldb, k_left, N - n_base, tid);
-        } else if constexpr (B_KMAJOR) {
-            load_tile<B_ROWS, B_COLS, VEC_B, false>(sb, pb, ldb, N - n_base, k_left, tid);
-        } else {
-            load_tile<B_ROWS, B_COLS, VEC_B, true>(sb, pb, ldb, k_left, N - n_base, tid);
-        }
+        fetch_operand<A_ROWS, A_COLS, VEC_A, A_KMAJOR>(a_regs, sa, pa, lda, M - m_base, k_left, tid);
+        fetch_operand<B_ROWS, B_COLS, VEC_B, B_KMAJOR>(b_regs, sb, pb, ldb, N - n_base, k_left, tid);
     };
     auto deposit_stage = [&](int slot) {
         elem_t* sa = smem + slot * STAGE_ELEMS;
