@@ -5,13 +5,15 @@
 // Semantics follow Triton's matmul template (the one PyTorch Inductor's mm/addmm/bmm use):
 // one CTA computes a BLOCK_M x BLOCK_N tile of C; tiles are visited in GROUP_M-swizzled
 // order; K is walked BLOCK_K at a time through a NUM_STAGES-deep shared-memory ring filled
-// by cp.async; NUM_WARPS warps share the tile. Math paths:
+// by cp.async (2-byte operands whose rows allow no wider copy: through registers,
+// ElementTile); NUM_WARPS warps share the tile. Math paths:
 //   MMT_MATH 0: mma.sync m16n8k16 (float16 / bfloat16 operands, float32 accumulators), with
 //               ldmatrix fragment loads;
 //   MMT_MATH 1: mma.sync m16n8k8 tf32 (float32 operands, ALLOW_TF32);
 //   MMT_MATH 2: FMA on CUDA cores (float32 without TF32).
 // Rows and columns outside M / N are clamped on load (as Triton's `rm % M`: the values
-// land in rows that are never stored); K beyond the end is zero-filled unless EVEN_K.
+// land in rows that are never stored; element loads read zero there); K beyond the end is
+// zero-filled unless EVEN_K.
 //
 // The source uses no header: NVRTC builds it with its builtins only, so neither the
 // toolkit's include directory nor cuda_fp16.h is needed at run time.
