@@ -79,7 +79,6 @@ struct KernelSpec {
     bool test_fault = false;
 };
 
-
 /// What the prune rule needs to know about a device.
 struct DeviceLimits {
     std::size_t max_shared_bytes = 232448;  ///< opt-in shared memory per block (H100: 227 KiB)
