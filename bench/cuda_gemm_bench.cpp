@@ -17,8 +17,9 @@
 // consumer warps with cp.async in Triton's order, one tile per CTA),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
-// static stride), --no-split-tail (persistent CTAs run the last, partial wave's tiles whole
-// instead of split along K), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
+// static stride), --no-split-tail (the last, partial wave's tiles run whole instead of split
+// along K, on both kernels), --max-splits N (at most N parts per split tile; the kernel's
+// bound caps it), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
 // the suite, e.g. "mm 256x4096x1024 bf16" for a K sweep), --warm-l2 (no L2 flush
 // before timed runs: separates DRAM from on-chip effects; collections always flush).
 
@@ -27,6 +28,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -54,6 +56,7 @@ struct Args {
     bool persistent = true;
     bool dynamic_tiles = false;
     bool split_tail = true;
+    int max_splits = 0;  // 0: the kernel's bound (cuda::max_tail_splits)
     cuda::WgmmaLoads loads = cuda::WgmmaLoads::tma;
     bool large = false;
     bool hopper_subset = false;
@@ -144,15 +147,18 @@ void run_suite(const Args& args) {
     o.wgmma_cluster = args.cluster;
     o.wgmma_persistent = args.persistent;
     o.wgmma_dynamic_tiles = args.dynamic_tiles;
-    o.wgmma_split_tail = args.split_tail;
+    o.split_tail = args.split_tail;
+    o.max_tail_splits = args.max_splits;
     o.wgmma_loads = args.loads;
     cuda::CudaBackend backend(o);
-    const std::string tag = !args.wgmma              ? "_no_wgmma"
-                            : args.loads == cuda::WgmmaLoads::cp_async ? "_cp_async"
-                            : args.cluster > 0       ? "_cluster" + std::to_string(args.cluster)
-                            : !args.persistent       ? "_one_tile_per_cta"
-                            : (args.dynamic_tiles ? std::string("_dynamic_tiles") : std::string()) +
-                                  (args.split_tail ? "" : "_no_split_tail");
+    const std::string tag = std::string(!args.wgmma                                ? "_no_wgmma"
+                                        : args.loads == cuda::WgmmaLoads::cp_async ? "_cp_async"
+                                        : args.cluster > 0 ? (args.cluster == 2 ? "_cluster2" : "_cluster1")
+                                        : !args.persistent ? "_one_tile_per_cta"
+                                        : args.dynamic_tiles ? "_dynamic_tiles"
+                                                             : "") +
+                            (args.split_tail ? "" : "_no_split_tail") +
+                            (args.max_splits > 0 ? "_max_splits" + std::to_string(args.max_splits) : "");
     const std::string out_name = "suite" + tag + (args.warm_l2 ? "_warm_l2" : "");
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
@@ -208,10 +214,11 @@ void run_suite(const Args& args) {
        << (args.wgmma && args.cluster == 0 ? ", clusters of two where B's rows are not 128-byte aligned; elsewhere" : "")
        << (args.wgmma && args.cluster != 2
                ? (args.persistent ? std::string(", persistent CTAs where they fit, ") +
-                                        (args.dynamic_tiles ? "dynamic tiles" : "static tiles") +
-                                        (args.split_tail ? ", split tail)" : ", no split tail)")
+                                        (args.dynamic_tiles ? "dynamic tiles)" : "static tiles)")
                                   : std::string(", one tile per CTA)"))
                : std::string(")"))
+       << (args.split_tail ? ", split tail" : ", no split tail")
+       << (args.max_splits > 0 ? " (at most " + std::to_string(args.max_splits) + " parts)" : "")
        << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "")
        << (args.warm_l2 ? ", WARM L2 (no flush)" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
@@ -475,6 +482,8 @@ int main(int argc, char** argv) {
             args.dynamic_tiles = true;
         else if (a == "--no-split-tail")
             args.split_tail = false;
+        else if (a == "--max-splits" && i + 1 < argc && std::atoi(argv[i + 1]) >= 2)
+            args.max_splits = std::atoi(argv[++i]);
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
         else if (a == "--loads" && i + 1 < argc && (std::string(argv[i + 1]) == "tma" || std::string(argv[i + 1]) == "cp-async"))
@@ -500,7 +509,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--loads tma|cp-async] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--problem TEXT]... [--warm-l2]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--loads tma|cp-async] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--max-splits N] [--problem TEXT]... [--warm-l2]\n");
         return 2;
     }
     try {

@@ -58,10 +58,11 @@ void expect_every_default_config_matches_cublas(CudaBackend& backend, const std:
                     if (unsupported_reason(spec, limits)) continue;  // the prune rule, as prune() applies it
                     specs.emplace_back(spec, p);
                     // On sm_90 the backend runs the configs the wgmma rule admits with the
-                    // Hopper kernel instead: verify the kernel it chose and, where that is
-                    // another, the persistent TMA kernel.
+                    // Hopper kernel instead, and problems of few tiles with the SPLIT_K
+                    // variant: verify the kernel it chose and, where that is another, the
+                    // persistent TMA kernel.
                     const KernelSpec chosen = backend.spec_for(c, p);
-                    if (chosen.math == MathPath::wgmma) specs.emplace_back(chosen, p);
+                    if (spec_key(chosen) != spec_key(spec)) specs.emplace_back(chosen, p);
                     KernelSpec tma = spec;
                     if (hopper && select_wgmma(tma, limits, 1, true) && spec_key(tma) != spec_key(chosen))
                         specs.emplace_back(tma, p);
@@ -165,6 +166,32 @@ TEST_F(CudaBackendTest, TimedKernelComputesTheProblem) {
             worst = std::max(worst, std::fabs(out[i] - ref[i]) / (1e-2 + std::fabs(ref[i])));
         EXPECT_LT(worst, 2e-2) << op;  // bf16 output: 2 ulps
     }
+}
+
+// Few tiles and a long K: the tiles are split along K (the split tail) on both
+// templates (odd K: the mma.sync kernel; aligned: the wgmma kernel on sm_90), and the
+// parts add up to cuBLAS's answer, on a second run too (the tile flags are reset).
+TEST_F(CudaBackendTest, SplitTilesComputeTheProblem) {
+    CudaBackend backend(options());
+    for (const std::string op : {"mm", "addmm", "bmm"})
+        for (const std::int64_t K : {4001, 4096}) {
+            const Problem p = problem(op == "bmm" ? 3 : 1, 200, 136, K, "bfloat16", op, "nn");
+            backend.prepare(p, 11);
+            backend.run_reference_once(p);
+            const auto ref = backend.read_output(p);
+            const auto c = specialize_config(default_configs()[17], p, false);  // 128x128x64: 2 x 2 tiles
+            for (int run = 0; run < 2; ++run) {
+                const std::size_t splits_before = backend.stats().split_tail_launches;
+                backend.run_once(p, c);
+                EXPECT_GT(backend.stats().split_tail_launches, splits_before) << op << " K " << K;
+                const auto out = backend.read_output(p);
+                ASSERT_EQ(out.size(), ref.size());
+                double worst = 0;
+                for (std::size_t i = 0; i < out.size(); ++i)
+                    worst = std::max(worst, std::fabs(out[i] - ref[i]) / (1e-2 + std::fabs(ref[i])));
+                EXPECT_LT(worst, 2e-2) << op << " K " << K << " run " << run;  // bf16 output: 2 ulps
+            }
+        }
 }
 
 TEST_F(CudaBackendTest, TimingIsSane) {

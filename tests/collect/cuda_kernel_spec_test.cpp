@@ -162,6 +162,15 @@ TEST(CudaKernelSpec, KeyAndPreludeCoverEveryParameter) {
     EXPECT_NE(spec_key(make_spec(config(128, 128, 32, 3, 4), problem(1, 4096, 4096, 4096, "bfloat16", "mm", "nt"))),
               spec_key(base));
     EXPECT_EQ(spec_name(base), "bf16_mm_nn_128x128x32_g8_s3_w4_v8.8.2");
+    // The SPLIT_K variant is a kernel of its own; the wgmma path has none.
+    auto split = base;
+    split.split_k = true;
+    EXPECT_NE(spec_key(split), spec_key(base));
+    EXPECT_NE(kernel_prelude(split).find("#define MMT_SPLIT_K 1\n"), std::string::npos);
+    EXPECT_EQ(spec_name(split), "bf16_mm_nn_128x128x32_g8_s3_w4_v8.8.2_splitk");
+    ASSERT_TRUE(select_wgmma(split, kH100));
+    EXPECT_FALSE(split.split_k);
+    EXPECT_EQ(kernel_prelude(split).find("MMT_SPLIT_K"), std::string::npos);
 }
 
 // The wgmma rule (kernel_spec.hpp, wgmma_unsupported_reason), case by case.
@@ -284,18 +293,10 @@ TEST(CudaKernelSpec, PersistentWgmmaSpecsWhereTheirSharedMemoryFits) {
     EXPECT_FALSE(clustered.persistent);
     // Without the split tail the grid is min(tiles, SMs x resident CTAs); tiles count
     // every batch.
-    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 2552, 10616), 119, 132, false).grid, 132);
-    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 300, 200), 119, 132, false).grid, 4);
-    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 300, 200) * 40, 119, 132, false).grid, 132);
-    EXPECT_EQ(plan_persistent(grid_ctas(persistent, 1024, 1024) * 32, 119, 264, false).grid, 264);
-    // One 196 KiB CTA per SM; 4-warp 128 x 128 x 64 with 3 stages (~105 KiB): two.
-    EXPECT_EQ(resident_ctas_per_sm(persistent, 168), 1);
-    auto small = make_spec(config(128, 128, 64, 3, 4), p);
-    ASSERT_TRUE(select_wgmma(small, kH100, 1, true));
-    ASSERT_TRUE(small.persistent);
-    EXPECT_EQ(resident_ctas_per_sm(small, 168), 2);
-    // Registers bound too: 255 per thread are 8192 per warp, 8 warps per SM, one 5-warp CTA.
-    EXPECT_EQ(resident_ctas_per_sm(small, 255), 1);
+    EXPECT_EQ(plan_tiles(grid_ctas(persistent, 2552, 10616), 119, 132, false).grid, 132);
+    EXPECT_EQ(plan_tiles(grid_ctas(persistent, 300, 200), 119, 132, false).grid, 4);
+    EXPECT_EQ(plan_tiles(grid_ctas(persistent, 300, 200) * 40, 119, 132, false).grid, 132);
+    EXPECT_EQ(plan_tiles(grid_ctas(persistent, 1024, 1024) * 32, 119, 264, false).grid, 264);
 }
 
 TEST(CudaKernelSpec, ClustersWhereBsRowsAreNotAlignedTo128Bytes) {
@@ -319,7 +320,7 @@ TEST(CudaKernelSpec, ClustersWhereBsRowsAreNotAlignedTo128Bytes) {
 TEST(CudaKernelSpec, SplitTailSpreadsTheLastWaveOverIdleSms) {
     // 2552 x 10616 in 256 x 128 tiles: 830 = 6 waves of 132 + 38; the 38 split in 3
     // (132 / 38), 119 k-tiles of 64: 792 whole tiles, then 114 parts, all on 132 CTAs.
-    PersistentPlan p = plan_persistent(830, 119, 132, true);
+    TilePlan p = plan_tiles(830, 119, 132, true);
     EXPECT_EQ(p.splits, 3);
     EXPECT_EQ(p.split_from, 792);
     EXPECT_EQ(p.units, 792 + 38 * 3);
@@ -327,31 +328,52 @@ TEST(CudaKernelSpec, SplitTailSpreadsTheLastWaveOverIdleSms) {
     EXPECT_EQ(p.grid, 132);
     // Fewer tiles than SMs (256 x 4096 in 128 x 128: 64): all split, one part per CTA,
     // at most kMaxTailSplits parts.
-    p = plan_persistent(64, 64, 132, true);
+    p = plan_tiles(64, 64, 132, true);
     EXPECT_EQ(p.splits, 2);
     EXPECT_EQ(p.split_from, 0);
     EXPECT_EQ(p.grid, 128);
-    p = plan_persistent(16, 64, 132, true);
+    p = plan_tiles(16, 64, 132, true);
     EXPECT_EQ(p.splits, kMaxTailSplits);
     EXPECT_EQ(p.grid, 16 * kMaxTailSplits);
     // Parts keep at least kMinKTilesPerSplit k-tiles: K = 216 in 64-deep tiles is 4.
-    p = plan_persistent(11, 4, 132, true);
+    p = plan_tiles(11, 4, 132, true);
     EXPECT_EQ(p.splits, 1);
     EXPECT_EQ(p.split_tiles(), 0);
     EXPECT_EQ(p.units, 11);
     EXPECT_EQ(p.split_from, 11);
     EXPECT_EQ(p.grid, 11);
-    EXPECT_EQ(plan_persistent(11, 8, 132, true).splits, 2);
-    EXPECT_EQ(plan_persistent(11, 4, 132, true, 1).splits, 4);
+    EXPECT_EQ(plan_tiles(11, 8, 132, true).splits, 2);
+    EXPECT_EQ(plan_tiles(11, 4, 132, true, 1).splits, 4);
     // A nearly full last wave (120 of 132) or full waves: nothing to split.
-    EXPECT_EQ(plan_persistent(252, 119, 132, true).splits, 1);
-    EXPECT_EQ(plan_persistent(264, 119, 132, true).splits, 1);
-    EXPECT_EQ(plan_persistent(264, 119, 132, true).grid, 132);
+    EXPECT_EQ(plan_tiles(252, 119, 132, true).splits, 1);
+    EXPECT_EQ(plan_tiles(264, 119, 132, true).splits, 1);
+    EXPECT_EQ(plan_tiles(264, 119, 132, true).grid, 132);
     // Off: the plain grid.
-    p = plan_persistent(830, 119, 132, false);
+    p = plan_tiles(830, 119, 132, false);
     EXPECT_EQ(p.splits, 1);
     EXPECT_EQ(p.units, 830);
     EXPECT_EQ(p.grid, 132);
+    // The one-tile-per-CTA template allows more parts: 8 tiles of a 4096-deep K in 128-deep
+    // k-tiles split in 8 (k-tiles / 4), 3 tiles of K = 16384 in 16 (its bound), on 132 SMs;
+    // the wgmma kernel stops at kMaxTailSplits.
+    const Problem few = problem(1, 110, 106, 4096, "bfloat16");
+    const KernelSpec mma = make_spec(config(64, 32, 128, 5, 4), few);
+    ASSERT_EQ(mma.math, MathPath::mma16);
+    EXPECT_EQ(max_tail_splits(mma), kMaxTailSplitsOneTilePerCta);
+    EXPECT_EQ(plan_tiles(8, 32, 132, true, kMinKTilesPerSplit, max_tail_splits(mma)).splits, 8);
+    EXPECT_EQ(plan_tiles(3, 128, 132, true, kMinKTilesPerSplit, max_tail_splits(mma)).splits, 16);
+    // split_k_plan: all tiles split when there are fewer than SMs, never a tail of a
+    // larger problem (the template runs several CTAs per SM; its waves are not the SMs).
+    EXPECT_EQ(split_k_plan(8, 32, 132).splits, 8);
+    EXPECT_EQ(split_k_plan(8, 32, 132).split_from, 0);
+    EXPECT_EQ(split_k_plan(8, 32, 132, kMinKTilesPerSplit, 4).splits, 4);
+    EXPECT_EQ(split_k_plan(128, 64, 132).splits, 1);
+    EXPECT_EQ(split_k_plan(140, 64, 132).splits, 1);
+    EXPECT_EQ(split_k_plan(60, 7, 132).splits, 1);
+    KernelSpec wgmma = make_spec(config(128, 128, 64, 4, 4), problem(1, 128, 256, 16384, "bfloat16"));
+    ASSERT_TRUE(select_wgmma(wgmma, kH100, 1, true));
+    EXPECT_EQ(max_tail_splits(wgmma), kMaxTailSplits);
+    EXPECT_EQ(plan_tiles(2, 256, 132, true, kMinKTilesPerSplit, max_tail_splits(wgmma)).splits, kMaxTailSplits);
 }
 
 TEST(CudaKernelSpec, CpAsyncLoadsRunOneTilePerCtaWithoutProducerWarp) {

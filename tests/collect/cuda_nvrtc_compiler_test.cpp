@@ -98,9 +98,10 @@ TEST(CudaNvrtcCompiler, CompilesDefaultAndSampledExhaustiveConfigsToPtx) {
     auto exhaustive = exhaustive_configs();
     const DeviceLimits h100{232448, 255};
 
-    // Jobs: every DEFAULT config once per arch, and every 60th EXHAUSTIVE config; job j
-    // takes variant (j * 7) % 96, so the dtypes, ops, layouts and archs all recur (the
-    // asserts below check it) while the whole test stays near 70 compilations.
+    // Jobs: every DEFAULT config once per arch and once as its SPLIT_K variant, and every
+    // 60th EXHAUSTIVE config; job j takes variant (j * 7) % 96, so the dtypes, ops, layouts
+    // and archs all recur (the asserts below check it) while the whole test stays near 90
+    // compilations.
     struct Job {
         KernelSpec spec;
         std::string arch;
@@ -108,13 +109,14 @@ TEST(CudaNvrtcCompiler, CompilesDefaultAndSampledExhaustiveConfigsToPtx) {
     std::vector<Job> jobs;
     std::set<std::string> seen_dtypes, seen_ops, seen_layouts, seen_archs;
     std::size_t next_job = 0;
-    const auto add = [&](core::GemmConfig c, const std::string* arch) {
+    const auto add = [&](core::GemmConfig c, const std::string* arch, bool split_k = false) {
         const std::size_t j = next_job++;
         const Variant& v = variants[(j * 7) % variants.size()];
         const Problem p = problem_for(v, j / 3);
         c.allow_tf32 = v.tf32;
         c.even_k = p.shape.K % c.block_k == 0;
-        const KernelSpec spec = make_spec(c, p);
+        KernelSpec spec = make_spec(c, p);
+        spec.split_k = split_k;
         if (unsupported_reason(spec, h100)) return;
         jobs.push_back({spec, arch ? *arch : v.arch});
         seen_dtypes.insert(v.dtype + (v.tf32 ? "+tf32" : ""));
@@ -124,6 +126,8 @@ TEST(CudaNvrtcCompiler, CompilesDefaultAndSampledExhaustiveConfigsToPtx) {
     };
     for (const std::string arch : {"compute_80", "compute_90"})
         for (const auto& c : defaults) add(c, &arch);
+    // The SPLIT_K variant (problems of fewer tiles than SMs) of every DEFAULT config.
+    for (const auto& c : defaults) add(c, nullptr, true);
     for (std::size_t i = 0; i < exhaustive.size(); i += 60) add(exhaustive[i], nullptr);
     ASSERT_EQ(seen_dtypes.size(), 4u);
     ASSERT_EQ(seen_ops.size(), 3u);

@@ -151,7 +151,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
       m_wgmma_cluster(options.wgmma_cluster),
       m_wgmma_persistent(options.wgmma_persistent),
       m_wgmma_dynamic_tiles(options.wgmma_dynamic_tiles),
-      m_wgmma_split_tail(options.wgmma_split_tail),
+      m_split_tail(options.split_tail),
+      m_max_tail_splits(options.max_tail_splits),
       m_wgmma_max_ctas(options.wgmma_max_ctas),
       m_wgmma_loads(options.wgmma_loads) {
     const DriverApi& api = driver();
@@ -292,7 +293,17 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
         select_wgmma(spec, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles,
                      m_wgmma_loads == WgmmaLoads::cp_async);
     }
+    if (spec.math != MathPath::wgmma && m_split_tail) {
+        const auto& s = problem.shape;
+        spec.split_k = split_k_plan(grid_ctas(spec, s.M, s.N) * s.B, (s.K + spec.block_k - 1) / spec.block_k,
+                                    m_context.info().multiprocessors, kMinKTilesPerSplit, max_splits(spec))
+                           .splits > 1;
+    }
     return spec;
+}
+
+int CudaBackend::max_splits(const KernelSpec& spec) const {
+    return m_max_tail_splits > 0 ? std::min(m_max_tail_splits, max_tail_splits(spec)) : max_tail_splits(spec);
 }
 
 bool CudaBackend::reference_tf32(const Problem& problem) const {
@@ -370,9 +381,9 @@ CudaBackend::LoadedKernel& CudaBackend::load(const KernelSpec& spec) {
         CUDA_CHECK(api.cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                           static_cast<int>(k.shared_bytes)));
         if (spec.math == MathPath::wgmma && spec.persistent) {
-            int registers = 0;
-            CUDA_CHECK(api.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, k.function));
-            k.ctas_per_sm = resident_ctas_per_sm(spec, registers);
+            CUDA_CHECK(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k.ctas_per_sm, k.function,
+                                                                       threads_per_block(spec), k.shared_bytes));
+            k.ctas_per_sm = std::max(k.ctas_per_sm, 1);
         }
     } catch (...) {
         api.cuModuleUnload(k.module);
@@ -394,7 +405,42 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
     long long sa = st.batch_a, sb = st.batch_b, sc = st.batch_c;
     float alpha = problem.alpha, beta = problem.beta;
     CUdeviceptr a = ops.a, b = ops.b, c = ops.c, bias = ops.bias;
-    if (spec.math == MathPath::wgmma) {
+    const bool wgmma = spec.math == MathPath::wgmma;
+    // Tiles of every batch: persistent CTAs walk them all, and the SPLIT_K variant numbers
+    // them along a 1-D grid, so a split spans batches too.
+    const long long tiles = grid_ctas(spec, s.M, s.N) * s.B;
+    const long long k_tiles = (s.K + spec.block_k - 1) / spec.block_k;
+    const long long sms = m_context.info().multiprocessors;
+    const int max_splits = this->max_splits(spec);
+    TilePlan plan;  // one tile per CTA, no split: wgmma clusters, the cp.async variant, no SPLIT_K
+    plan.grid = plan.units = plan.split_from = tiles;
+    if (wgmma && spec.persistent) {
+        long long capacity = sms * k.ctas_per_sm;
+        if (m_wgmma_max_ctas > 0) capacity = std::min<long long>(capacity, m_wgmma_max_ctas);
+        if (verifying) capacity = std::min(capacity, std::max(1LL, 2 * tiles / 3));
+        plan = plan_tiles(tiles, k_tiles, capacity, m_split_tail, verifying ? 1 : kMinKTilesPerSplit, max_splits);
+    } else if (!wgmma && spec.split_k) {
+        // Verifying, a capacity of 2/3 of the tiles leaves whole tiles and split ones.
+        plan = verifying ? plan_tiles(tiles, k_tiles, std::min(sms, std::max(1LL, 2 * tiles / 3)), true, 1, max_splits)
+                         : split_k_plan(tiles, k_tiles, sms, kMinKTilesPerSplit, max_splits);
+    }
+    CUdeviceptr workspace = 0, flags = 0;
+    if (plan.split_tiles() > 0) {
+        const auto split_tiles = static_cast<std::size_t>(plan.split_tiles());
+        m_split_workspace.reserve(split_tiles * plan.splits * spec.block_m * spec.block_n * sizeof(float));
+        // A flag per split tile and warpgroup (wgmma) or per split tile.
+        const std::size_t flags_per_tile = wgmma ? static_cast<std::size_t>(spec.num_warps / 4) : 1;
+        const std::size_t flag_bytes = split_tiles * flags_per_tile * sizeof(unsigned);
+        if (flag_bytes > m_split_flags.size()) {
+            m_split_flags.reserve(flag_bytes);
+            CUDA_CHECK(driver().cuMemsetD32Async(m_split_flags.get(), 0, m_split_flags.size() / 4, m_stream));
+        }
+        workspace = m_split_workspace.get();
+        flags = m_split_flags.get();
+        ++m_stats.split_tail_launches;
+    }
+    int split_from = static_cast<int>(plan.split_from), splits = plan.splits;
+    if (wgmma) {
         // Operands reach the Hopper kernel as TMA tensor maps (__grid_constant__ parameters);
         // the cp.async variant reads the raw pointers passed after them and needs no maps.
         CUtensorMap map_a{}, map_b{};
@@ -402,44 +448,22 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
         int batches = static_cast<int>(s.B);
         CUdeviceptr counter = m_tile_counter.get();
         // Persistent CTAs walk the tiles of every batch themselves: a 1-D grid.
-        long long ctas = grid_ctas(spec, s.M, s.N);
-        unsigned grid_z = static_cast<unsigned>(s.B);
-        const long long tiles = ctas * s.B;
-        PersistentPlan plan;  // one tile per CTA: no split (the kernel ignores the split arguments)
-        if (spec.persistent) {
-            long long capacity = static_cast<long long>(m_context.info().multiprocessors) * k.ctas_per_sm;
-            if (m_wgmma_max_ctas > 0) capacity = std::min<long long>(capacity, m_wgmma_max_ctas);
-            if (verifying) capacity = std::min(capacity, std::max(1LL, 2 * tiles / 3));
-            const long long k_tiles = (s.K + spec.block_k - 1) / spec.block_k;
-            plan = plan_persistent(tiles, k_tiles, capacity, m_wgmma_split_tail, verifying ? 1 : kMinKTilesPerSplit);
-            ctas = plan.grid;
-            grid_z = 1;
-        }
-        CUdeviceptr workspace = 0, flags = 0;
-        if (plan.split_tiles() > 0) {
-            const auto split_tiles = static_cast<std::size_t>(plan.split_tiles());
-            m_split_workspace.reserve(split_tiles * plan.splits * spec.block_m * spec.block_n * sizeof(float));
-            const std::size_t flag_bytes = split_tiles * static_cast<std::size_t>(spec.num_warps / 4) * sizeof(unsigned);
-            if (flag_bytes > m_split_flags.size()) {
-                m_split_flags.reserve(flag_bytes);
-                CUDA_CHECK(driver().cuMemsetD32Async(m_split_flags.get(), 0, m_split_flags.size() / 4, m_stream));
-            }
-            workspace = m_split_workspace.get();
-            flags = m_split_flags.get();
-            ++m_stats.split_tail_launches;
-        }
-        int split_from = static_cast<int>(plan.split_from), splits = plan.splits;
+        const unsigned grid_x = static_cast<unsigned>(spec.persistent ? plan.grid : tiles / s.B);
+        const unsigned grid_z = spec.persistent ? 1u : static_cast<unsigned>(s.B);
         void* wargs[] = {&map_a, &map_b,   &c,       &bias,      &M,     &N,          &K,      &ldc, &sc, &alpha,
                          &beta,  &batches, &counter, &workspace, &flags, &split_from, &splits, &a,   &b,  &lda,
                          &ldb,   &sa,      &sb};
-        CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(ctas), 1, grid_z,
-                                           threads_per_block(spec), 1, 1, k.shared_bytes, m_stream, wargs, nullptr));
+        CUDA_CHECK(driver().cuLaunchKernel(k.function, grid_x, 1, grid_z, threads_per_block(spec), 1, 1,
+                                           k.shared_bytes, m_stream, wargs, nullptr));
         return;
     }
-    void* args[] = {&a, &b, &c, &bias, &M, &N, &K, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta};
-    CUDA_CHECK(driver().cuLaunchKernel(k.function, static_cast<unsigned>(grid_m * grid_n), 1,
-                                       static_cast<unsigned>(s.B), 32 * spec.num_warps, 1, 1, k.shared_bytes, m_stream,
-                                       args, nullptr));
+    void* args[] = {&a,  &b,  &c,  &bias,  &M,    &N,         &K,     &lda,       &ldb,   &ldc,
+                    &sa, &sb, &sc, &alpha, &beta, &workspace, &flags, &split_from, &splits};
+    // SPLIT_K: a 1-D grid of work units over every batch's tiles; else tiles x batches.
+    const unsigned grid_x = static_cast<unsigned>(spec.split_k ? plan.units : tiles / s.B);
+    const unsigned grid_z = spec.split_k ? 1u : static_cast<unsigned>(s.B);
+    CUDA_CHECK(driver().cuLaunchKernel(k.function, grid_x, 1, grid_z, threads_per_block(spec), 1, 1, k.shared_bytes,
+                                       m_stream, args, nullptr));
 }
 
 Verification CudaBackend::verify(const KernelSpec& spec) {

@@ -53,9 +53,14 @@ struct CudaBackendOptions {
     /// (bench/NOTES_cuda.md) +4-5 % on 2552x10616x7616 on an H100 but 0.5-4 % slower on the
     /// other large shapes there and 1-3 % slower on every large shape on an H200.
     bool wgmma_dynamic_tiles = false;
-    /// wgmma path, persistent CTAs: split the last, partial wave's tiles along K
-    /// (plan_persistent), so they spread over the SMs the wave would leave idle.
-    bool wgmma_split_tail = true;
+    /// Split tiles along K, so they spread over SMs that would stay idle: on the wgmma path
+    /// (persistent CTAs) the last, partial wave's tiles (plan_tiles); on the mma.sync / FMA
+    /// template every tile of a problem with fewer tiles than SMs (split_k_plan, the
+    /// kernel's SPLIT_K variant).
+    bool split_tail = true;
+    /// Most parts of a split tile; 0: the template's bound (max_tail_splits), which also
+    /// caps a larger value.
+    int max_tail_splits = 0;
     /// wgmma path: how the stages are loaded. tma: a producer warp issues TMA copies
     /// (clusters and persistent CTAs as above); cp_async: the consumer warps copy with
     /// cp.async in Triton's order, one tile per CTA (KernelSpec::cp_async_loads). TMA by
@@ -79,7 +84,7 @@ struct CudaBackendStats {
     std::size_t modules_loaded = 0;
     std::size_t kernels_verified = 0;
     std::size_t verification_failures = 0;
-    std::size_t split_tail_launches = 0;  ///< persistent launches that split their last wave along K
+    std::size_t split_tail_launches = 0;  ///< launches that split tiles along K
     double verify_seconds = 0.0;
     double timed_seconds = 0.0;
 };
@@ -138,21 +143,23 @@ private:
         CUmodule module = nullptr;
         CUfunction function = nullptr;
         unsigned shared_bytes = 0;
-        int ctas_per_sm = 1;  // resident at once (persistent wgmma grids)
+        int ctas_per_sm = 1;  // resident at once (persistent wgmma grids; the driver's occupancy query)
         std::optional<Verification> verification;
     };
 
     LoadedKernel& load(const KernelSpec& spec);
     LoadedKernel& load_verified(const KernelSpec& spec);
     CUfunction utility_function(const char* name);
-    /// `verifying`: a persistent spec runs on fewer CTAs than tiles and splits down to one
-    /// k-tile per part, so the small verification problem takes whole tiles, several per
-    /// CTA, and split ones (when the split tail is on).
+    /// `verifying`: the launch plans for fewer CTA slots than tiles and splits down to one
+    /// k-tile per part, so the small verification problem takes whole tiles (on a
+    /// persistent spec several per CTA) and split ones (when the split tail is on).
     void launch(const KernelSpec& spec, LoadedKernel& kernel, const Problem& problem, const GemmOperands& ops,
                 bool verifying = false);
     void fill(CUdeviceptr ptr, const std::string& dtype, std::size_t count, std::uint64_t seed, float lo, float hi);
     std::vector<float> download(CUdeviceptr ptr, const std::string& dtype, std::size_t count);
     bool reference_tf32(const Problem& problem) const;
+    /// The most parts a tile of `spec` splits into: max_tail_splits, capped by the option.
+    int max_splits(const KernelSpec& spec) const;
 
     PrimaryContext m_context;
     int m_frag_pipeline = -1;
@@ -160,7 +167,8 @@ private:
     int m_wgmma_cluster = 0;
     bool m_wgmma_persistent = false;
     bool m_wgmma_dynamic_tiles = false;
-    bool m_wgmma_split_tail = false;
+    bool m_split_tail = false;
+    int m_max_tail_splits = 0;
     int m_wgmma_max_ctas = 0;
     WgmmaLoads m_wgmma_loads = WgmmaLoads::tma;
     CUstream m_stream = nullptr;

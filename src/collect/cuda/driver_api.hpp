@@ -10,16 +10,17 @@ namespace mmt::collect::cuda {
 
 // Each member is named as cuda.h's macros spell the call (cuMemAlloc -> cuMemAlloc_v2), so
 // `api.cuMemAlloc(...)` reads like the plain driver call.
-#define MMT_CUDA_DRIVER_FUNCTIONS(X)                                                        \
-    X(cuGetErrorName) X(cuGetErrorString) X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) \
-    X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)             \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)              \
-    X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo)         \
-    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8Async) X(cuMemsetD32Async)                   \
-    X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)       \
-    X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)             \
-    X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)               \
-    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuTensorMapEncodeTiled)
+#define MMT_CUDA_DRIVER_FUNCTIONS(X)                                                     \
+    X(cuGetErrorName) X(cuGetErrorString) X(cuInit) X(cuDriverGetVersion)                \
+    X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)        \
+    X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)         \
+    X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) \
+    X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8Async)                   \
+    X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)     \
+    X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)         \
+    X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)           \
+    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuTensorMapEncodeTiled)                \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 /// Function pointers into the driver.
 struct DriverApi {

@@ -561,15 +561,95 @@ __device__ __forceinline__ void epilogue(const Accum& acc, elem_t* c, const elem
 }
 #endif
 
+#if MMT_SPLIT_K
+// blockIdx.x read so the compiler cannot merge two reads (see mmt_gemm).
+__device__ __forceinline__ int block_index() {
+    int x;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
+    return x;
+}
+
+// A split tile's part: stores its partial sums (the CTA's accumulators, 16 bytes per
+// thread and step where they allow, so each warp's stores are contiguous) in its slice of
+// the tile's workspace, counts itself on the tile's flag and returns whether it counted
+// last; that part gets `acc` replaced by the sum of all parts, in part order.
+__device__ __forceinline__ bool reduce_split(Accum& acc, float* tile_ws, unsigned* flag, int part, int splits,
+                                             int tid) {
+    constexpr int FLOATS = sizeof(Accum) / sizeof(float);
+    constexpr int WIDTH = FLOATS % 4 == 0 ? 4 : 1;  // FMA tiles may give a thread 1 or 2
+    constexpr int STEPS = FLOATS / WIDTH;
+    static_assert(FLOATS * THREADS == BM * BN, "a part's slice is the tile");
+    float* f = reinterpret_cast<float*>(&acc);  // constant indices below: stays in registers
+    const unsigned long long mine = reinterpret_cast<unsigned long long>(tile_ws) + 4 * WIDTH * tid;
+    constexpr long long STEP = 4LL * WIDTH * THREADS;
+#pragma unroll
+    for (int x = 0; x < STEPS; ++x) {
+        const unsigned long long at = mine + (part * STEPS + x) * STEP;
+        if constexpr (WIDTH == 4)
+            asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(at), "f"(f[4 * x]), "f"(f[4 * x + 1]),
+                         "f"(f[4 * x + 2]), "f"(f[4 * x + 3])
+                         : "memory");
+        else
+            asm volatile("st.global.cg.f32 [%0], %1;\n" ::"l"(at), "f"(f[x]) : "memory");
+    }
+    // Stores, fence, barrier, then one counted arrival: whoever counts last sees them all.
+    __threadfence();
+    __syncthreads();
+    __shared__ int last_part;
+    if (tid == 0) {
+        const unsigned ticket = atomicAdd(flag, 1u);
+        last_part = ticket == static_cast<unsigned>(splits) - 1;
+        // Every part has arrived: nothing else touches the flag in this launch.
+        if (last_part) *flag = 0u;
+    }
+    __syncthreads();
+    if (!last_part) return false;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < FLOATS; ++i) f[i] = 0.f;
+    for (int p = 0; p < splits; ++p) {
+#pragma unroll
+        for (int x = 0; x < STEPS; ++x) {
+            // Other SMs wrote these: read them from L2 (.cg), past this SM's L1.
+            const unsigned long long at = mine + (p * STEPS + x) * STEP;
+            if constexpr (WIDTH == 4) {
+                float v0, v1, v2, v3;
+                asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                             : "l"(at)
+                             : "memory");
+                f[4 * x] += v0;
+                f[4 * x + 1] += v1;
+                f[4 * x + 2] += v2;
+                f[4 * x + 3] += v3;
+            } else {
+                float v;
+                asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(at) : "memory");
+                f[x] += v;
+            }
+        }
+    }
+    return true;
+}
+#endif  // MMT_SPLIT_K
+
 }  // namespace
 
 // C[b] = A[b] · B[b] (mm, bmm) or alpha · A · B + beta · bias (addmm, bias [N] broadcast
 // over rows). A is [batch][M][K] (row-major, lda = its row stride) or its transpose view;
-// B likewise [batch][K][N]; C is row-major [batch][M][N].
+// B likewise [batch][K][N]; C is row-major [batch][M][N]. The grid: the tiles of a batch
+// along x, batches along z. With SPLIT_K a 1-D grid of work units (unit_at) over the tiles
+// of every batch: the tiles [0, split_from) whole, each later one as `splits` parts along
+// K, which add up through float32 partial sums in `split_workspace` ((tiles - split_from)
+// x splits x BM x BN floats) and a flag per split tile (zero at launch, zero again at the
+// end): the part that counts itself last sums every part in part order (the same sum
+// whoever is last) and stores the tile. No CTA waits for another. Without SPLIT_K the
+// split arguments are unused.
 extern "C" __global__ void __launch_bounds__(THREADS)
     mmt_gemm(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
-             long long stride_a, long long stride_b, long long stride_c, float alpha, float beta) {
+             long long stride_a, long long stride_b, long long stride_c, float alpha, float beta,
+             float* __restrict__ split_workspace, unsigned* __restrict__ split_flags, int split_from, int splits) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     elem_t* smem = reinterpret_cast<elem_t*>(smem_raw);
 #ifdef MMT_TEST_FAULT
@@ -579,21 +659,33 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #endif
 
     // GROUP_M-swizzled tile order, as Triton's template computes it.
-    const int pid = blockIdx.x;
     const int grid_m = (M + BM - 1) / BM;
     const int grid_n = (N + BN - 1) / BN;
-    const int width = GROUP_M * grid_n;
-    const int group_id = pid / width;
-    const int group_size = min(grid_m - group_id * GROUP_M, GROUP_M);
-    const int pid_m = group_id * GROUP_M + (pid % group_size);
-    const int pid_n = (pid % width) / group_size;
-    const int m_base = pid_m * BM;
-    const int n_base = pid_n * BN;
-
+#if MMT_SPLIT_K
+    // A part of a split tile starts at its first k-tile (K ends in the last part). The
+    // unit is worked out again after the main loop rather than kept: its fields derive
+    // from kernel arguments, so ptxas would hold them in registers through the loop.
+    const auto this_unit = [&] { return unit_at(block_index(), split_from, splits, (K + BK - 1) / BK, grid_m, grid_n); };
+    const Unit unit = this_unit();
+    const int m_base = unit.m_base;
+    const int n_base = unit.n_base;
+    const long long batch = unit.batch;
+    const int k_first = unit.kb;
+    const int k_tiles = unit.ke - unit.kb;
+#else
+    // Whole tiles, batches along the grid's z. (Written apart from the SPLIT_K case, which
+    // costs registers even where its values would be constants: ptxas allocates by the
+    // shape of the code.)
+    int m_base, n_base;
+    tile_origin(blockIdx.x, grid_m, grid_n, m_base, n_base);
     const long long batch = blockIdx.z;
+    constexpr int k_first = 0;
+    const int k_tiles = (K + BK - 1) / BK;
+#endif
     a += batch * stride_a;
     b += batch * stride_b;
     c += batch * stride_c;
+    K -= k_first * BK;
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -607,11 +699,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     (void)lane;
 
     // Tile origins in each operand's storage order; K advances along rows or columns.
-    const elem_t* ga = A_KMAJOR ? a + m_base * lda : a + m_base;
-    const elem_t* gb = B_KMAJOR ? b + n_base * ldb : b + n_base;
     const long long a_kstep = A_KMAJOR ? BK : BK * lda;
     const long long b_kstep = B_KMAJOR ? BK : BK * ldb;
-    const int k_tiles = (K + BK - 1) / BK;
+    const elem_t* ga = (A_KMAJOR ? a + m_base * lda : a + m_base) + k_first * a_kstep;
+    const elem_t* gb = (B_KMAJOR ? b + n_base * ldb : b + n_base) + k_first * b_kstep;
 
     // fetch_stage issues k-tile kt's loads into `slot` (element-wise operands: into
     // registers); deposit_stage stores the registers into the slot. The main loops call
@@ -692,7 +783,18 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         cp_async_wait<0>();
     }
 
+#if MMT_SPLIT_K
+    const Unit done = this_unit();
+    if (done.part >= 0) {
+        const int tail = done.t - split_from;
+        if (!reduce_split(acc, split_workspace + static_cast<long long>(tail) * splits * BM * BN, split_flags + tail,
+                          done.part, splits, tid))
+            return;
+    }
+    epilogue(acc, c, bias, done.m_base, done.n_base, M, N, ldc, alpha, beta, wm0, wn0, cta_arg);
+#else
     epilogue(acc, c, bias, m_base, n_base, M, N, ldc, alpha, beta, wm0, wn0, cta_arg);
+#endif
 }
 
 #else  // MMT_UTILITY: kernels the backend needs besides the GEMM

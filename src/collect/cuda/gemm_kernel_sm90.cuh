@@ -43,7 +43,7 @@
 // guarded by an mbarrier pair per id.
 //
 // Split tail (persistent, either schedule): the host may split the tiles of the last,
-// partial wave along K (plan_persistent in kernel_spec.cpp), so they keep every SM busy
+// partial wave along K (plan_tiles in kernel_spec.cpp), so they keep every SM busy
 // instead of leaving most idle. The CTAs then walk work units: tiles [0, split_from)
 // whole, then `splits` parts of each later tile, part p taking k-tiles [p·kt/splits,
 // (p+1)·kt/splits). Each part's warpgroups store their float32 partial sums in the
@@ -625,19 +625,6 @@ __device__ __forceinline__ void cp_async_k_tiles(float (&acc)[MT][ACC], const el
 #if MMT_PERSISTENT
 namespace {
 
-// Output tile `t` (of all batches) in GROUP_M-swizzled order, as the one-tile-per-CTA
-// kernel maps blockIdx.
-__device__ __forceinline__ void tile_coords(int t, int grid_m, int grid_n, int& m_base, int& n_base, int& batch) {
-    const int per_batch = grid_m * grid_n;
-    batch = t / per_batch;
-    const int pid = t - batch * per_batch;
-    const int width = GROUP_M * grid_n;
-    const int group_id = pid / width;
-    const int group_size = min(grid_m - group_id * GROUP_M, GROUP_M);
-    m_base = (group_id * GROUP_M + (pid % group_size)) * BM;
-    n_base = ((pid % width) / group_size) * BN;
-}
-
 // Barrier of one warpgroup's 128 threads (ids 2 and 3; 1 is the consumers' barrier):
 // immediate ids, so ptxas reserves only these.
 __device__ __forceinline__ void warpgroup_sync(int warpgroup) {
@@ -664,30 +651,6 @@ __device__ __forceinline__ bool warpgroup_any(int warpgroup, bool v) {
 }
 
 constexpr int MAX_SPLITS = MMT_MAX_SPLITS;  // the host's kMaxTailSplits: most parts of a split tile
-
-// Work unit `u`: tile u whole (u < split_from), else part (u - split_from) % splits of
-// tile split_from + (u - split_from) / splits, with that part's k-tiles [kb, ke) and the
-// tile's place (as tile_coords gives it). part is -1 for a whole tile.
-struct Unit {
-    int t, part, kb, ke, m_base, n_base, batch;
-};
-__device__ __forceinline__ Unit unit_at(int u, int split_from, int splits, int k_tiles, int grid_m, int grid_n) {
-    Unit w;
-    if (u < split_from || splits == 1) {
-        w.t = u;
-        w.part = -1;
-        w.kb = 0;
-        w.ke = k_tiles;
-    } else {
-        const int v = u - split_from;
-        w.t = split_from + v / splits;
-        w.part = v % splits;
-        w.kb = w.part * k_tiles / splits;
-        w.ke = (w.part + 1) * k_tiles / splits;
-    }
-    tile_coords(w.t, grid_m, grid_n, w.m_base, w.n_base, w.batch);
-    return w;
-}
 
 // A split tile's part, per warpgroup: stores its partial sums in its workspace slice
 // (slices of one tile: [part][warpgroup], WG_M x WG_N floats each, in accumulator order,

@@ -195,6 +195,7 @@ bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool
     wgmma_tile(s, s.wg_m, s.wg_n);
     s.even_k = false;
     s.frag_pipeline = false;
+    s.split_k = false;  // the wgmma kernel splits on its own terms (persistent CTAs)
     s.persistent = false;
     s.dynamic_tiles = false;
     s.cp_async_loads = cp_async_loads;
@@ -210,27 +211,16 @@ bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool
     return true;
 }
 
-int resident_ctas_per_sm(const KernelSpec& s, int registers_per_thread) {
-    constexpr long kSharedPerSm = 233472, kReservedPerCta = 1024, kRegisters = 65536, kThreads = 2048, kCtas = 32;
-    const long threads = threads_per_block(s);
-    const long warps = (threads + 31) / 32;
-    const long regs_per_warp = (std::max(registers_per_thread, 1) * 32L + 255) / 256 * 256;
-    long n = std::min(kCtas, kThreads / threads);
-    n = std::min(n, (kRegisters / regs_per_warp) / warps);
-    n = std::min(n, kSharedPerSm / (static_cast<long>(shared_bytes(s)) + kReservedPerCta));
-    return static_cast<int>(std::max(n, 1L));
-}
-
-PersistentPlan plan_persistent(long long tiles, long long k_tiles, long long capacity, bool split_tail,
-                               int min_k_tiles_per_split) {
-    PersistentPlan plan;
+TilePlan plan_tiles(long long tiles, long long k_tiles, long long capacity, bool split_tail,
+                    int min_k_tiles_per_split, int max_splits) {
+    TilePlan plan;
     capacity = std::max(capacity, 1LL);
     plan.split_from = tiles;
     plan.units = tiles;
     const long long tail = tiles % capacity;
     if (split_tail && tail > 0) {
         const long long splits = std::min({capacity / tail, k_tiles / std::max(min_k_tiles_per_split, 1),
-                                           static_cast<long long>(kMaxTailSplits)});
+                                           static_cast<long long>(max_splits)});
         if (splits >= 2) {
             plan.splits = static_cast<int>(splits);
             plan.split_from = tiles - tail;
@@ -239,6 +229,14 @@ PersistentPlan plan_persistent(long long tiles, long long k_tiles, long long cap
     }
     plan.grid = std::max(1LL, std::min(plan.units, capacity));
     return plan;
+}
+
+int max_tail_splits(const KernelSpec& s) {
+    return s.math == MathPath::wgmma ? kMaxTailSplits : kMaxTailSplitsOneTilePerCta;
+}
+
+TilePlan split_k_plan(long long tiles, long long k_tiles, long long sms, int min_k_tiles_per_split, int max_splits) {
+    return plan_tiles(tiles, k_tiles, sms, tiles < sms, min_k_tiles_per_split, max_splits);
 }
 
 long long grid_ctas(const KernelSpec& s, long long M, long long N) {
@@ -352,10 +350,11 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_CLUSTER_M", s.cluster_m);
         def("MMT_PERSISTENT", s.persistent ? 1 : 0);
         def("MMT_DYNAMIC_TILES", s.persistent && s.dynamic_tiles ? 1 : 0);
-        // The kernel's bound on a split tile's parts (plan_persistent never plans more).
+        // The kernel's bound on a split tile's parts (plan_tiles never plans more).
         if (s.persistent) def("MMT_MAX_SPLITS", kMaxTailSplits);
         def("MMT_CP_ASYNC", s.cp_async_loads ? 1 : 0);
     }
+    if (s.math != MathPath::wgmma) def("MMT_SPLIT_K", s.split_k ? 1 : 0);
     if (s.test_fault) def("MMT_TEST_FAULT", 1);
     return o.str();
 }
@@ -368,7 +367,8 @@ std::string spec_name(const KernelSpec& s) {
       << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
       << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "")
       << (s.math == MathPath::wgmma && s.persistent ? (s.dynamic_tiles ? "_pd" : "_p") : "")
-      << (s.math == MathPath::wgmma && s.cp_async_loads ? "_ca" : "") << (s.test_fault ? "_TESTFAULT" : "");
+      << (s.math == MathPath::wgmma && s.cp_async_loads ? "_ca" : "") << (s.math != MathPath::wgmma && s.split_k ? "_splitk" : "")
+      << (s.test_fault ? "_TESTFAULT" : "");
     return o.str();
 }
 

@@ -64,7 +64,7 @@ struct KernelSpec {
     /// through TMA multicast.
     int cluster_m = 1;
     /// wgmma path: persistent CTAs (MMT_PERSISTENT): as many CTAs as fit on the GPU at once,
-    /// each looping over output tiles (plan_persistent), the loads of the next tile
+    /// each looping over output tiles (plan_tiles), the loads of the next tile
     /// overlapping the epilogue, C staged in a buffer of its own. Clusters of one only.
     bool persistent = false;
     /// wgmma path, persistent only (MMT_DYNAMIC_TILES): CTAs take their tiles from a global
@@ -74,6 +74,11 @@ struct KernelSpec {
     /// load their stages themselves with cp.async (Triton's scheme) instead of a producer
     /// warp issuing TMA copies.
     bool cp_async_loads = false;
+    /// mma.sync / FMA template (MMT_SPLIT_K): the launch runs the tiles as parts along K
+    /// (split_k_plan), summed through a float32 workspace. A variant of its own, so the
+    /// kernels of problems that do not split keep their registers: with the unit of work a
+    /// run-time value ptxas held 16-30 more per thread, and the occupancy of small tiles fell.
+    bool split_k = false;
     /// Test only (MMT_TEST_FAULT_CONFIG): the kernel writes through an illegal address.
     /// Part of the prelude, so a faulting kernel never shares a cache entry with a sound one.
     bool test_fault = false;
@@ -149,30 +154,38 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, cons
 bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1, bool persistent = false,
                   bool dynamic_tiles = false, bool cp_async_loads = false);
 
-/// CTAs of a spec that one SM holds at once, from its shared memory, threads and
-/// registers per thread (sm_90 limits: 228 KiB shared memory with 1 KiB reserved per
-/// CTA, 64 Ki registers allocated per warp in units of 256, 2048 threads, 32 CTAs); at
-/// least 1.
-int resident_ctas_per_sm(const KernelSpec& spec, int registers_per_thread);
-
-/// How a persistent launch covers its tiles. With `capacity` CTAs resident at once, the
-/// tiles of the last, partial wave (tiles % capacity; all of them when fewer than
-/// capacity) are split into `splits` parts along K, so the wave's parts keep up to
-/// `capacity` SMs busy (gemm_kernel_sm90.cuh, "split tail"): splits = min(capacity /
-/// tail tiles, k_tiles / min_k_tiles_per_split, kMaxTailSplits), no split below 2. The
-/// grid is min(work units, capacity).
-struct PersistentPlan {
+/// How a launch covers its tiles, on either template. With `capacity` CTAs resident at
+/// once, the tiles of the last, partial wave (tiles % capacity; all of them when fewer
+/// than capacity) are split into `splits` parts along K, so the wave's parts keep up to
+/// `capacity` CTA slots busy ("split tail", gemm_kernel_common.cuh): splits =
+/// min(capacity / tail tiles, k_tiles / min_k_tiles_per_split, max_splits), no split
+/// below 2. The grid of a persistent launch is min(work units, capacity); a launch of one
+/// unit per CTA (the mma.sync / FMA template) runs all `units`.
+struct TilePlan {
     long long grid = 1;
     long long split_from = 0;  // tiles [0, split_from) run whole
     int splits = 1;
     long long units = 0;       // split_from + (tiles - split_from) x splits
     long long split_tiles() const { return splits > 1 ? (units - split_from) / splits : 0; }
 };
+/// The wgmma kernel sums a split tile's parts in a loop unrolled to this bound.
 constexpr int kMaxTailSplits = 4;
+/// The one-tile-per-CTA template sums them in a run-time loop: its bound only caps the
+/// workspace traffic.
+constexpr int kMaxTailSplitsOneTilePerCta = 16;
 /// Fewer k-tiles per part would not pay for the part's trip through the workspace.
 constexpr int kMinKTilesPerSplit = 4;
-PersistentPlan plan_persistent(long long tiles, long long k_tiles, long long capacity, bool split_tail,
-                               int min_k_tiles_per_split = kMinKTilesPerSplit);
+TilePlan plan_tiles(long long tiles, long long k_tiles, long long capacity, bool split_tail,
+                    int min_k_tiles_per_split = kMinKTilesPerSplit, int max_splits = kMaxTailSplits);
+/// The most parts plan_tiles may split a tile of `spec` into.
+int max_tail_splits(const KernelSpec& spec);
+/// How the mma.sync / FMA template splits a problem of `tiles` output tiles (every batch)
+/// and `k_tiles` k-tiles on a device of `sms` SMs: when there are fewer tiles than SMs,
+/// all of them, in up to sms / tiles parts (plan_tiles with one CTA per SM as the
+/// capacity: the parts are there to put loads in flight on idle SMs, which
+/// several small CTAs on one SM do not); else not at all.
+TilePlan split_k_plan(long long tiles, long long k_tiles, long long sms, int min_k_tiles_per_split = kMinKTilesPerSplit,
+                      int max_splits = kMaxTailSplitsOneTilePerCta);
 
 /// CTAs the kernel is launched with along the grid's x axis for an M x N problem (per
 /// batch): the tiles, plus on the wgmma path with clusters of two a CTA past the last
