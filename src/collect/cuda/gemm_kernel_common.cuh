@@ -39,15 +39,15 @@ __device__ __forceinline__ void tile_coords(int t, int grid_m, int grid_n, int& 
     tile_origin(t - batch * per_batch, grid_m, grid_n, m_base, n_base);
 }
 
-// The split tail both templates share (kernel_spec.hpp, plan_tiles): the tiles of the
-// last, partial wave are split along K into `splits` parts so they fill the SMs that wave
-// would leave idle. Work unit `u`: tile u whole (u < split_from), else part (u - split_from) % splits of
-// tile split_from + (u - split_from) / splits, with that part's k-tiles [kb, ke) and the
-// tile's place (as tile_coords gives it). part is -1 for a whole tile.
+// The split both templates share (kernel_spec.hpp: plan_tiles, split_k_plan): tiles split
+// along K into `splits` parts fill SMs that would stay idle. Work unit `u`: tile u whole
+// (u < split_from), else part (u - split_from) % splits of tile split_from + (u -
+// split_from) / splits, with that part's k-tiles [kb, ke) and the tile's place (as
+// tile_coords gives it). part is -1 for a whole tile.
 struct Unit {
     int t, part, kb, ke, m_base, n_base, batch;
 };
-// maybe_unused: the wgmma kernel of one tile per CTA has no units (NVRTC would warn).
+// maybe_unused: kernels that never split have no units (NVRTC would warn).
 [[maybe_unused]] __device__ __forceinline__ Unit unit_at(int u, int split_from, int splits, int k_tiles, int grid_m,
                                                          int grid_n) {
     Unit w;

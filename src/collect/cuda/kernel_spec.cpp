@@ -367,8 +367,8 @@ std::string spec_name(const KernelSpec& s) {
       << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
       << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "")
       << (s.math == MathPath::wgmma && s.persistent ? (s.dynamic_tiles ? "_pd" : "_p") : "")
-      << (s.math == MathPath::wgmma && s.cp_async_loads ? "_ca" : "") << (s.math != MathPath::wgmma && s.split_k ? "_splitk" : "")
-      << (s.test_fault ? "_TESTFAULT" : "");
+      << (s.math == MathPath::wgmma && s.cp_async_loads ? "_ca" : "")
+      << (s.math != MathPath::wgmma && s.split_k ? "_splitk" : "") << (s.test_fault ? "_TESTFAULT" : "");
     return o.str();
 }
 

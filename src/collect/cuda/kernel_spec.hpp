@@ -77,7 +77,8 @@ struct KernelSpec {
     /// mma.sync / FMA template (MMT_SPLIT_K): the launch runs the tiles as parts along K
     /// (split_k_plan), summed through a float32 workspace. A variant of its own, so the
     /// kernels of problems that do not split keep their registers: with the unit of work a
-    /// run-time value ptxas held 16-30 more per thread, and the occupancy of small tiles fell.
+    /// run-time value ptxas held 14-40 more per thread, and the occupancy of small tiles fell
+    /// (bench/NOTES_cuda.md).
     bool split_k = false;
     /// Test only (MMT_TEST_FAULT_CONFIG): the kernel writes through an illegal address.
     /// Part of the prelude, so a faulting kernel never shares a cache entry with a sound one.
@@ -182,8 +183,8 @@ int max_tail_splits(const KernelSpec& spec);
 /// How the mma.sync / FMA template splits a problem of `tiles` output tiles (every batch)
 /// and `k_tiles` k-tiles on a device of `sms` SMs: when there are fewer tiles than SMs,
 /// all of them, in up to sms / tiles parts (plan_tiles with one CTA per SM as the
-/// capacity: the parts are there to put loads in flight on idle SMs, which
-/// several small CTAs on one SM do not); else not at all.
+/// capacity: the parts are there to use idle SMs; a first version with the occupancy as
+/// the capacity split problems of 64-128 small tiles, which ran up to 0.7x); else not at all.
 TilePlan split_k_plan(long long tiles, long long k_tiles, long long sms, int min_k_tiles_per_split = kMinKTilesPerSplit,
                       int max_splits = kMaxTailSplitsOneTilePerCta);
 
