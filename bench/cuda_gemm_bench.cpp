@@ -13,8 +13,6 @@
 // contains TEXT; DEFAULT configs are still ranked among those timed),
 // --cluster 1|2 (wgmma kernels in clusters of one, or of two CTAs sharing B by TMA multicast;
 // default: the backend's choice per problem, two where B's rows are not 128-byte aligned),
-// --loads tma|cp-async (wgmma stages filled by a TMA producer warp, the default, or by the
-// consumer warps with cp.async in Triton's order, one tile per CTA),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
 // static stride), --no-split-tail (the last, partial wave's tiles run whole instead of split
@@ -57,7 +55,6 @@ struct Args {
     bool dynamic_tiles = false;
     bool split_tail = true;
     int max_splits = 0;  // 0: the kernel's bound (cuda::max_tail_splits)
-    cuda::WgmmaLoads loads = cuda::WgmmaLoads::tma;
     bool large = false;
     bool hopper_subset = false;
     std::vector<std::string> only;  // suite: problems whose name contains one of these
@@ -149,10 +146,8 @@ void run_suite(const Args& args) {
     o.wgmma_dynamic_tiles = args.dynamic_tiles;
     o.split_tail = args.split_tail;
     o.max_tail_splits = args.max_splits;
-    o.wgmma_loads = args.loads;
     cuda::CudaBackend backend(o);
     const std::string tag = std::string(!args.wgmma                                ? "_no_wgmma"
-                                        : args.loads == cuda::WgmmaLoads::cp_async ? "_cp_async"
                                         : args.cluster > 0 ? (args.cluster == 2 ? "_cluster2" : "_cluster1")
                                         : !args.persistent ? "_one_tile_per_cta"
                                         : args.dynamic_tiles ? "_dynamic_tiles"
@@ -259,8 +254,7 @@ void run_suite(const Args& args) {
             const bool wg = spec.math == cuda::MathPath::wgmma;
             std::printf("  #%zu %-24s %.4f ms %.1f TFLOP/s %s\n", i + 1, describe_config(ranked[i].config).c_str(),
                         ranked[i].ms, tflops(p, ranked[i].ms),
-                        !wg                  ? "mma.sync"
-                        : spec.cp_async_loads ? "wgmma cp.async loads"
+                        !wg                  ? (spec.split_k ? "mma.sync, tiles split along K" : "mma.sync")
                         : spec.cluster_m > 1 ? "wgmma clusters of 2"
                         : spec.dynamic_tiles ? "wgmma persistent dynamic"
                         : spec.persistent    ? "wgmma persistent"
@@ -486,8 +480,6 @@ int main(int argc, char** argv) {
             args.max_splits = std::atoi(argv[++i]);
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
-        else if (a == "--loads" && i + 1 < argc && (std::string(argv[i + 1]) == "tma" || std::string(argv[i + 1]) == "cp-async"))
-            args.loads = std::string(argv[++i]) == "tma" ? cuda::WgmmaLoads::tma : cuda::WgmmaLoads::cp_async;
         else if (a == "--large")
             args.large = true;
         else if (a == "--hopper-subset")
@@ -509,7 +501,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--loads tma|cp-async] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--max-splits N] [--problem TEXT]... [--warm-l2]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--max-splits N] [--problem TEXT]... [--warm-l2]\n");
         return 2;
     }
     try {

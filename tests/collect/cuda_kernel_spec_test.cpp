@@ -376,34 +376,6 @@ TEST(CudaKernelSpec, SplitTailSpreadsTheLastWaveOverIdleSms) {
     EXPECT_EQ(plan_tiles(2, 256, 132, true, kMinKTilesPerSplit, max_tail_splits(wgmma)).splits, kMaxTailSplits);
 }
 
-TEST(CudaKernelSpec, CpAsyncLoadsRunOneTilePerCtaWithoutProducerWarp) {
-    const auto skinny = problem(1, 256, 4096, 4096, "bfloat16");
-    auto tma = make_spec(config(64, 128, 128, 4, 4), skinny);
-    ASSERT_TRUE(select_wgmma(tma, kH100, 1, true));
-    ASSERT_TRUE(tma.persistent);
-    // cp.async loads override clusters and persistence: one tile per CTA, no cluster, no
-    // producer warp, a kernel of its own.
-    auto loads = make_spec(config(64, 128, 128, 4, 4), skinny);
-    ASSERT_TRUE(select_wgmma(loads, kH100, 2, true, true, true));
-    EXPECT_TRUE(loads.cp_async_loads);
-    EXPECT_FALSE(loads.persistent || loads.dynamic_tiles);
-    EXPECT_EQ(loads.cluster_m, 1);
-    EXPECT_EQ(threads_per_block(loads), 128);
-    EXPECT_EQ(threads_per_block(tma), 160);
-    EXPECT_NE(kernel_prelude(loads).find("#define MMT_CP_ASYNC 1\n"), std::string::npos);
-    EXPECT_NE(kernel_prelude(tma).find("#define MMT_CP_ASYNC 0\n"), std::string::npos);
-    EXPECT_NE(spec_key(loads), spec_key(tma));
-    EXPECT_EQ(spec_name(loads), "bf16_mm_nn_64x128x128_g8_s4_w4_v8.8.2_wgmma_ca");
-    // The same stages (and slack) as the TMA kernel with one tile per CTA.
-    auto one_tile = make_spec(config(64, 128, 128, 4, 4), skinny);
-    ASSERT_TRUE(select_wgmma(one_tile, kH100));
-    EXPECT_EQ(shared_bytes(loads), shared_bytes(one_tile));
-    // Not for configs the wgmma rule rejects (float32 here).
-    auto fp32 = make_spec(config(64, 128, 128, 4, 4), problem(1, 256, 4096, 4096, "float32"));
-    EXPECT_FALSE(select_wgmma(fp32, kH100, 1, false, false, true));
-    EXPECT_FALSE(fp32.cp_async_loads);
-}
-
 TEST(CudaKernelSpec, DynamicTilesArePersistentOnly) {
     const auto p = problem(1, 2552, 10616, 7616, "bfloat16");
     const auto mma = make_spec(config(256, 128, 64, 4, 8), p);

@@ -153,8 +153,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
       m_wgmma_dynamic_tiles(options.wgmma_dynamic_tiles),
       m_split_tail(options.split_tail),
       m_max_tail_splits(options.max_tail_splits),
-      m_wgmma_max_ctas(options.wgmma_max_ctas),
-      m_wgmma_loads(options.wgmma_loads) {
+      m_wgmma_max_ctas(options.wgmma_max_ctas) {
     const DriverApi& api = driver();
     const DeviceInfo& info = m_context.info();
     if (info.cc_major < 8)
@@ -290,8 +289,7 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     // The injected fault exists in the classic template only: a faulting config stays on it.
     if (m_wgmma && !spec.test_fault) {
         const int cluster = m_wgmma_cluster > 0 ? m_wgmma_cluster : preferred_cluster_m(problem);
-        select_wgmma(spec, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles,
-                     m_wgmma_loads == WgmmaLoads::cp_async);
+        select_wgmma(spec, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles);
     }
     if (spec.math != MathPath::wgmma && m_split_tail) {
         const auto& s = problem.shape;
@@ -412,7 +410,7 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
     const long long k_tiles = (s.K + spec.block_k - 1) / spec.block_k;
     const long long sms = m_context.info().multiprocessors;
     const int max_splits = this->max_splits(spec);
-    TilePlan plan;  // one tile per CTA, no split: wgmma clusters, the cp.async variant, no SPLIT_K
+    TilePlan plan;  // one tile per CTA, no split: wgmma clusters, no SPLIT_K
     plan.grid = plan.units = plan.split_from = tiles;
     if (wgmma && spec.persistent) {
         long long capacity = sms * k.ctas_per_sm;
@@ -441,18 +439,16 @@ void CudaBackend::launch(const KernelSpec& spec, LoadedKernel& k, const Problem&
     }
     int split_from = static_cast<int>(plan.split_from), splits = plan.splits;
     if (wgmma) {
-        // Operands reach the Hopper kernel as TMA tensor maps (__grid_constant__ parameters);
-        // the cp.async variant reads the raw pointers passed after them and needs no maps.
+        // Operands reach the Hopper kernel as TMA tensor maps (__grid_constant__ parameters).
         CUtensorMap map_a{}, map_b{};
-        if (!spec.cp_async_loads) encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
+        encode_wgmma_operands(spec, problem, a, b, map_a, map_b);
         int batches = static_cast<int>(s.B);
         CUdeviceptr counter = m_tile_counter.get();
         // Persistent CTAs walk the tiles of every batch themselves: a 1-D grid.
         const unsigned grid_x = static_cast<unsigned>(spec.persistent ? plan.grid : tiles / s.B);
         const unsigned grid_z = spec.persistent ? 1u : static_cast<unsigned>(s.B);
-        void* wargs[] = {&map_a, &map_b,   &c,       &bias,      &M,     &N,          &K,      &ldc, &sc, &alpha,
-                         &beta,  &batches, &counter, &workspace, &flags, &split_from, &splits, &a,   &b,  &lda,
-                         &ldb,   &sa,      &sb};
+        void* wargs[] = {&map_a, &map_b, &c,       &bias,    &M,         &N,     &K,          &ldc,   &sc,
+                         &alpha, &beta,  &batches, &counter, &workspace, &flags, &split_from, &splits};
         CUDA_CHECK(driver().cuLaunchKernel(k.function, grid_x, 1, grid_z, threads_per_block(spec), 1, 1,
                                            k.shared_bytes, m_stream, wargs, nullptr));
         return;

@@ -24,9 +24,6 @@ namespace mmt::collect::cuda {
 /// them. With a disk cache a planned kernel costs only its prelude in memory until used.
 inline constexpr std::size_t kMaxPlannedKernels = 16384;
 
-/// Who fills the wgmma kernel's shared-memory stages (CudaBackendOptions::wgmma_loads).
-enum class WgmmaLoads { tma, cp_async };
-
 struct CudaBackendOptions {
     int device_index = 0;
     /// Kernel disk cache; empty means KernelCache::default_disk_dir().
@@ -61,13 +58,6 @@ struct CudaBackendOptions {
     /// Most parts of a split tile; 0: the template's bound (max_tail_splits), which also
     /// caps a larger value.
     int max_tail_splits = 0;
-    /// wgmma path: how the stages are loaded. tma: a producer warp issues TMA copies
-    /// (clusters and persistent CTAs as above); cp_async: the consumer warps copy with
-    /// cp.async in Triton's order, one tile per CTA (KernelSpec::cp_async_loads). TMA by
-    /// default: cp.async won on the suite's one-wave shapes (H100 256x4096x4096 +3-4 %,
-    /// 1376x80x216 +3-7 %) but lost on most other one-wave problems, on the H200 up to
-    /// 10 % (bench/NOTES_cuda.md), so no rule picks it.
-    WgmmaLoads wgmma_loads = WgmmaLoads::tma;
     /// Test only: caps a persistent launch's grid (0: multiprocessors x resident CTAs), so
     /// small problems too make each CTA walk several tiles.
     int wgmma_max_ctas = 0;
@@ -170,7 +160,6 @@ private:
     bool m_split_tail = false;
     int m_max_tail_splits = 0;
     int m_wgmma_max_ctas = 0;
-    WgmmaLoads m_wgmma_loads = WgmmaLoads::tma;
     CUstream m_stream = nullptr;
     std::unique_ptr<KernelCache> m_cache;
     std::unique_ptr<EventTimer> m_timer;

@@ -15,11 +15,6 @@
 // mbarrier once the wgmma that read it has completed; the producer waits on it before
 // refilling the stage.
 //
-// MMT_CP_ASYNC 1 loads the same stages without TMA: every consumer thread copies its
-// share with cp.async, STAGES - 1 k-tiles ahead, in Triton's order (cp_async_k_tiles).
-// An option of the backend (CudaBackendOptions::wgmma_loads), off by default: it won on
-// some one-wave problems and lost on more (bench/NOTES_cuda.md).
-//
 // Shared layout: each operand tile keeps its global orientation, in boxes whose rows are
 // at most 128 bytes, swizzled by TMA (128B, or 64B / 32B for K-major tiles with BLOCK_K
 // of 32 / 16); wgmma reads it through matrix descriptors with the same swizzle and the
@@ -77,15 +72,7 @@ constexpr bool PERSISTENT = MMT_PERSISTENT != 0;
 #define MMT_DYNAMIC_TILES 0
 #endif
 constexpr bool DYNAMIC_TILES = MMT_DYNAMIC_TILES != 0;
-// MMT_CP_ASYNC 1 (one tile per CTA, clusters of one): no producer warp and no TMA; the
-// consumer threads load their stages themselves with cp.async, STAGES - 1 k-tiles ahead
-// (Triton's scheme on Hopper), into the same swizzled layout the TMA boxes would give.
-#ifndef MMT_CP_ASYNC
-#define MMT_CP_ASYNC 0
-#endif
-constexpr bool CP_ASYNC = MMT_CP_ASYNC != 0;
 static_assert(!DYNAMIC_TILES || PERSISTENT, "dynamic tiles are a persistent schedule");
-static_assert(!CP_ASYNC || (!PERSISTENT && CLUSTER == 1), "cp.async loads run one tile per CTA, unclustered");
 static_assert(!PERSISTENT || CLUSTER == 1, "persistent CTAs run without clusters");
 static_assert(WARPGROUPS * 4 == WARPS && WGS_ALONG_M * (BN / WG_N) == WARPGROUPS, "warpgroup layout");
 static_assert(WG_M % 64 == 0 && WG_N % 8 == 0 && WG_N <= 256, "wgmma shape");
@@ -488,138 +475,6 @@ __device__ __forceinline__ void consume_k_tiles(float (&acc)[MT][ACC], int k_til
     for (int i = 0; i < MT; ++i) pin(acc[i]);
 }
 
-// Copies 16 bytes to shared memory, `src_bytes` (0..16) of them from global memory and
-// zeros for the rest: the masks of ragged edges.
-__device__ __forceinline__ void cp_async16(unsigned dst, const elem_t* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst),
-                 "l"(reinterpret_cast<unsigned long long>(src)), "r"(src_bytes)
-                 : "memory");
-}
-
-// Byte offset `o` (from a 1024-byte aligned tile) as TMA's SPAN-byte swizzle places it:
-// the 16-byte piece p of 128-byte line l moves to p ^ (l % 8), within SPAN-byte rows.
-template <int SPAN>
-__device__ __forceinline__ unsigned swizzled(unsigned o) {
-    return o ^ (((o >> 7) & (SPAN / 16 - 1)) << 4);
-}
-
-// One operand's share of every stage for this thread, in 16-byte pieces. Its tile is
-// LINES lines (rows of a K-major tile, k rows of an M/N-major one) of PER_LINE pieces,
-// placed as load_stage's boxes place them; thread t copies piece t % PER_LINE of lines
-// t / PER_LINE, + STEP, ... so its column, box and (mostly) swizzle phase stay fixed and a
-// piece costs an address add, not the index arithmetic (which made the loop issue-bound).
-template <bool MN_MAJOR, int ROWS>
-struct OperandCopier {
-    static constexpr int LINES = MN_MAJOR ? BK : ROWS;
-    static constexpr int PER_LINE = (MN_MAJOR ? ROWS : BK) / 8;
-    static constexpr int STEP = THREADS / PER_LINE;
-    static constexpr int COUNT = (LINES + STEP - 1) / STEP;
-    static constexpr int LINE_BYTES = MN_MAJOR ? 128 : SW_K;
-    static constexpr int SPAN = MN_MAJOR ? 128 : SW_K;
-    // A step of whole 1024-byte swizzle atoms keeps the phase: swizzle once.
-    static constexpr bool FIXED_PHASE = STEP * LINE_BYTES % 1024 == 0;
-    static_assert(THREADS % PER_LINE == 0, "a thread's pieces share a column");
-
-    const elem_t* first;  // the thread's first piece at k-tile 0
-    long long ld;
-    unsigned offset;      // its shared offset in the operand tile (not swizzled)
-    int line0, col0, rows_left;
-
-    // `tile_src`: the tile's first row at k = 0; `rows_left`: the rows (M or N) from it on.
-    __device__ __forceinline__ OperandCopier(const elem_t* tile_src, long long ld_, int rows_left_, int tid)
-        : ld(ld_), line0(tid / PER_LINE), col0(tid % PER_LINE * 8), rows_left(rows_left_) {
-        first = tile_src + line0 * ld + col0;
-        offset = MN_MAJOR ? (col0 / MNB) * (BK * 128) + line0 * 128 + (col0 % MNB) * ELT
-                          : (col0 / KB) * (ROWS * SW_K) + line0 * SW_K + (col0 % KB) * ELT;
-    }
-
-    // Copies k-tile kt (`k_left`: the k that exist from its first on) to the operand tile at
-    // `tile`; pieces outside M, N or K read fewer bytes or none and are zero-filled.
-    __device__ __forceinline__ void copy(unsigned tile, int kt, int k_left) const {
-        const elem_t* p = first + (MN_MAJOR ? static_cast<long long>(kt) * BK * ld : kt * BK);
-        const bool whole = rows_left >= ROWS && k_left >= BK;  // the same in every thread
-        const int lines_left = MN_MAJOR ? k_left : rows_left;
-        const int cols_left = (MN_MAJOR ? rows_left : k_left) - col0;
-        const unsigned swizzled0 = tile + swizzled<SPAN>(offset);
-        // Two copies of the loop, so interior tiles (a uniform branch) carry no mask work.
-        if (whole) {
-#pragma unroll
-            for (int i = 0; i < COUNT; ++i) {
-                if (COUNT * STEP > LINES && line0 + i * STEP >= LINES) break;  // more threads than pieces
-                cp_async16(piece_dst(tile, swizzled0, i), p + i * STEP * ld, 16);
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < COUNT; ++i) {
-                const int line = line0 + i * STEP;
-                if (COUNT * STEP > LINES && line >= LINES) break;
-                const int bytes = line < lines_left ? min(max(cols_left, 0), 8) * ELT : 0;
-                cp_async16(piece_dst(tile, swizzled0, i), p + i * STEP * ld, bytes);
-            }
-        }
-    }
-
-    __device__ __forceinline__ unsigned piece_dst(unsigned tile, unsigned swizzled0, int i) const {
-        return FIXED_PHASE ? swizzled0 + i * STEP * LINE_BYTES : tile + swizzled<SPAN>(offset + i * STEP * LINE_BYTES);
-    }
-};
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Makes this thread's completed cp.async writes visible to wgmma, which reads shared
-// memory through the async proxy. (Triton's kernel omits it; the PTX memory model asks
-// for it, and on the H100 it cost under 1 %: bench/NOTES_cuda.md.)
-__device__ __forceinline__ void fence_to_async_proxy() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// The MMT_CP_ASYNC main loop over the tile whose A rows start at `a_tile` and B rows at
-// `b_tile`, in Triton's order: per k-tile, wait for this thread's copies of it and fence
-// them into the async proxy, a CTA barrier (every copy of the k-tile has landed), issue
-// its wgmma group and wait for the previous one, a second barrier (every warp's previous
-// group has completed), then refill that group's stage with k-tile kt + STAGES - 1. One
-// wgmma group stays in flight; the copies run STAGES - 1 k-tiles ahead.
-__device__ __forceinline__ void cp_async_k_tiles(float (&acc)[MT][ACC], const elem_t* a_tile, const elem_t* b_tile,
-                                                 long long lda, long long ldb, int rows_a, int rows_b, int K,
-                                                 unsigned base, int wg_m0, int wg_n0, int tid) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
-    const int k_tiles = (K + BK - 1) / BK;
-    const OperandCopier<A_MN_MAJOR, BM> copier_a(a_tile, lda, rows_a, tid);
-    const OperandCopier<B_MN_MAJOR, BN> copier_b(b_tile, ldb, rows_b, tid);
-    const auto load = [&](int kt, int slot) {
-        const unsigned sa = base + slot * STAGE_BYTES;
-        copier_a.copy(sa, kt, K - kt * BK);
-        copier_b.copy(sa + A_BYTES, kt, K - kt * BK);
-    };
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load(s, s);
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-    }
-    int slot = 0, refill = STAGES - 1;
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        cp_async_wait<STAGES - 2>();
-        fence_to_async_proxy();
-        asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
-        mma_stage(acc, base + slot * STAGE_BYTES, wg_m0, wg_n0);
-        asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
-        if (kt + STAGES - 1 < k_tiles) load(kt + STAGES - 1, refill);
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-        if (++slot == STAGES) slot = 0;
-        if (++refill == STAGES) refill = 0;
-    }
-    wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < MT; ++i) pin(acc[i]);
-    cp_async_wait<0>();
-}
-
 }  // namespace
 
 #if MMT_PERSISTENT
@@ -734,7 +589,7 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
     const int tid = threadIdx.x;
     const int k_tiles = (K + BK - 1) / BK;
 
-    if (tid == 0 && !CP_ASYNC) {
+    if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
@@ -903,12 +758,11 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
 #define MMT_CLUSTER_DIMS
 #endif
 
-extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + (CP_ASYNC ? 0 : 32))
+extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
     mmt_gemm(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b, elem_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long ldc, long long stride_c, float alpha,
              float beta, int batches, unsigned* tile_counter, float* split_workspace, unsigned* split_flags,
-             int split_from, int splits, const elem_t* __restrict__ a, const elem_t* __restrict__ b, long long lda,
-             long long ldb, long long stride_a, long long stride_b) {
+             int split_from, int splits) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 #ifdef MMT_TEST_FAULT
     // Test only (as in gemm_kernel.cuh): an illegal address, a sticky fault.
@@ -949,7 +803,7 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + (CP_ASYN
     const int tid = threadIdx.x;
     const int k_tiles = (K + BK - 1) / BK;
 
-    if (tid == 0 && !CP_ASYNC) {
+    if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
@@ -966,7 +820,7 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + (CP_ASYN
     else
         __syncthreads();
 
-    if (!CP_ASYNC && tid >= THREADS) {
+    if (tid >= THREADS) {
         // The producer: one extra warp, one thread of it issues every TMA copy, so no
         // consumer warp ever waits for a stage to drain.
         if (tid == THREADS) {
@@ -1004,15 +858,9 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + (CP_ASYN
     const int wg_m0 = (warpgroup % WGS_ALONG_M) * WG_M;
     const int wg_n0 = (warpgroup / WGS_ALONG_M) * WG_N;
     float acc[MT][ACC];
-    if constexpr (CP_ASYNC) {
-        const elem_t* a_tile = a + batch * stride_a + (A_MN_MAJOR ? m_base : m_base * lda);
-        const elem_t* b_tile = b + batch * stride_b + (B_MN_MAJOR ? n_base : n_base * ldb);
-        cp_async_k_tiles(acc, a_tile, b_tile, lda, ldb, M - m_base, N - n_base, K, base, wg_m0, wg_n0, tid);
-    } else {
-        int slot = 0;
-        unsigned phase = 0;
-        consume_k_tiles(acc, k_tiles, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
-    }
+    int slot = 0;
+    unsigned phase = 0;
+    consume_k_tiles(acc, k_tiles, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
 
     // Epilogue through shared memory: every stage has been consumed (each consumer passed
     // the last full barrier, and the barrier below waits for the last wgmma reads), so

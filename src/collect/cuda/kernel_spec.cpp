@@ -186,8 +186,7 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& s, const D
     return std::nullopt;
 }
 
-bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool persistent, bool dynamic_tiles,
-                  bool cp_async_loads) {
+bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool persistent, bool dynamic_tiles) {
     if (cluster_m != 1 && cluster_m != 2) throw core::InputError("cluster_m", "must be 1 or 2");
     if (wgmma_unsupported_reason(s, limits)) return false;
     s.math = MathPath::wgmma;
@@ -198,11 +197,6 @@ bool select_wgmma(KernelSpec& s, const DeviceLimits& limits, int cluster_m, bool
     s.split_k = false;  // the wgmma kernel splits on its own terms (persistent CTAs)
     s.persistent = false;
     s.dynamic_tiles = false;
-    s.cp_async_loads = cp_async_loads;
-    if (cp_async_loads) {
-        s.cluster_m = 1;
-        return true;
-    }
     if (persistent && cluster_m == 1) {
         s.persistent = true;
         s.dynamic_tiles = dynamic_tiles;
@@ -247,7 +241,7 @@ long long grid_ctas(const KernelSpec& s, long long M, long long N) {
 
 int threads_per_block(const KernelSpec& s) {
     // The wgmma kernel's TMA producer is one more warp.
-    return 32 * s.num_warps + (s.math == MathPath::wgmma && !s.cp_async_loads ? 32 : 0);
+    return 32 * s.num_warps + (s.math == MathPath::wgmma ? 32 : 0);
 }
 
 std::string nvrtc_arch(int cc_major, int cc_minor) {
@@ -352,7 +346,6 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_DYNAMIC_TILES", s.persistent && s.dynamic_tiles ? 1 : 0);
         // The kernel's bound on a split tile's parts (plan_tiles never plans more).
         if (s.persistent) def("MMT_MAX_SPLITS", kMaxTailSplits);
-        def("MMT_CP_ASYNC", s.cp_async_loads ? 1 : 0);
     }
     if (s.math != MathPath::wgmma) def("MMT_SPLIT_K", s.split_k ? 1 : 0);
     if (s.test_fault) def("MMT_TEST_FAULT", 1);
@@ -367,7 +360,6 @@ std::string spec_name(const KernelSpec& s) {
       << (s.frag_pipeline ? "_fp" : "") << (s.math == MathPath::wgmma ? "_wgmma" : "")
       << (s.math == MathPath::wgmma && s.cluster_m > 1 ? "_c" + std::to_string(s.cluster_m) : "")
       << (s.math == MathPath::wgmma && s.persistent ? (s.dynamic_tiles ? "_pd" : "_p") : "")
-      << (s.math == MathPath::wgmma && s.cp_async_loads ? "_ca" : "")
       << (s.math != MathPath::wgmma && s.split_k ? "_splitk" : "") << (s.test_fault ? "_TESTFAULT" : "");
     return o.str();
 }

@@ -70,10 +70,6 @@ struct KernelSpec {
     /// wgmma path, persistent only (MMT_DYNAMIC_TILES): CTAs take their tiles from a global
     /// counter (the kernel's tile_counter argument) instead of the static stride.
     bool dynamic_tiles = false;
-    /// wgmma path, one tile per CTA in clusters of one (MMT_CP_ASYNC): the consumer warps
-    /// load their stages themselves with cp.async (Triton's scheme) instead of a producer
-    /// warp issuing TMA copies.
-    bool cp_async_loads = false;
     /// mma.sync / FMA template (MMT_SPLIT_K): the launch runs the tiles as parts along K
     /// (split_k_plan), summed through a float32 workspace. A variant of its own, so the
     /// kernels of problems that do not split keep their registers: with the unit of work a
@@ -150,10 +146,9 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, cons
 /// frag_pipeline drop out (TMA zero-fills K). With `persistent` (and cluster_m 1) the
 /// spec gets persistent CTAs when their shared memory (the stages plus the C buffer)
 /// also fits; else it stays one tile per CTA. `dynamic_tiles` makes a persistent spec
-/// take its tiles from the global counter (KernelSpec::dynamic_tiles). `cp_async_loads`
-/// (KernelSpec::cp_async_loads) overrides clusters and persistence: one tile per CTA.
+/// take its tiles from the global counter (KernelSpec::dynamic_tiles).
 bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1, bool persistent = false,
-                  bool dynamic_tiles = false, bool cp_async_loads = false);
+                  bool dynamic_tiles = false);
 
 /// How a launch covers its tiles, on either template. With `capacity` CTAs resident at
 /// once, the tiles of the last, partial wave (tiles % capacity; all of them when fewer
