@@ -29,8 +29,19 @@ def load(path):
             data = json.load(f)
     except (OSError, ValueError) as e:
         sys.exit(f"error: {path}: {e}")
+    try:
+        out = parse(data)
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
+        sys.exit(f"error: {path}: not a torch-diode dataset ({type(e).__name__}: {e})")
+    if not out:
+        sys.exit(f"error: {path}: no timed configs")
+    return out
+
+
+def parse(data):
+    """The timed configs of a parsed dataset, keyed as load() returns them."""
     out = {}
-    for hardware in data.get("hardware", {}).values():
+    for hardware in data["hardware"].values():
         for op, operation in hardware.get("operation", {}).items():
             for key, solution in operation.get("solution", {}).items():
                 p = json.loads(key)
@@ -41,8 +52,6 @@ def load(path):
                         f"{c['block_m']}x{c['block_n']}x{c['block_k']} g{c['group_m']} "
                         f"s{c['num_stages']} w{c['num_warps']}")
                     times[name] = entry["time"]
-    if not out:
-        sys.exit(f"error: {path}: no timed configs")
     return out
 
 

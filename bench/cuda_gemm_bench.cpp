@@ -476,8 +476,15 @@ int main(int argc, char** argv) {
             args.dynamic_tiles = true;
         else if (a == "--no-split-tail")
             args.split_tail = false;
-        else if (a == "--max-splits" && i + 1 < argc && std::atoi(argv[i + 1]) >= 2)
-            args.max_splits = std::atoi(argv[++i]);
+        else if (a == "--max-splits") {
+            const int n = i + 1 < argc ? std::atoi(argv[i + 1]) : 0;
+            if (n < 2) {
+                std::fprintf(stderr, "error: --max-splits: want an integer >= 2\n");
+                return 2;
+            }
+            args.max_splits = n;
+            ++i;
+        }
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
         else if (a == "--large")
