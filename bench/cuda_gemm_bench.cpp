@@ -15,9 +15,9 @@
 // default: the backend's choice per problem, two where B's rows are not 128-byte aligned),
 // --no-persistent (wgmma kernels with one tile per CTA instead of the default persistent CTAs),
 // --dynamic-tiles (persistent CTAs take tiles from a global counter instead of the default
-// static stride), --no-split-tail (the last, partial wave's tiles run whole instead of split
-// along K, on both kernels), --max-splits N (at most N parts per split tile; the kernel's
-// bound caps it), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
+// static stride), --no-split-tail (no tile split along K: neither the persistent wgmma
+// kernel's last partial wave nor the mma.sync kernel's problems of fewer tiles than SMs),
+// --max-splits N (at most N parts per split tile; the kernel's bound caps it), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
 // the suite, e.g. "mm 256x4096x1024 bf16" for a K sweep), --warm-l2 (no L2 flush
 // before timed runs: separates DRAM from on-chip effects; collections always flush).
 
