@@ -19,7 +19,9 @@
 // kernel's last partial wave nor the mma.sync kernel's problems of fewer tiles than SMs),
 // --max-splits N (at most N parts per split tile; the kernel's bound caps it), --problem "OP [Bx]MxNxK DTYPE" (repeatable: these problems instead of
 // the suite, e.g. "mm 256x4096x1024 bf16" for a K sweep), --warm-l2 (no L2 flush
-// before timed runs: separates DRAM from on-chip effects; collections always flush).
+// before timed runs: separates DRAM from on-chip effects; collections always flush),
+// --settle-us N (the GPU idles N us after each flush before the timed run, as
+// bench/triton_suite.py spins after its flush: both harnesses on the same terms).
 
 #include <algorithm>
 #include <array>
@@ -61,6 +63,7 @@ struct Args {
     std::vector<std::string> configs;  // suite: configs whose name (e.g. "64x128x128 g8 s4 w4") contains one of these
     std::vector<std::string> problems;  // suite: "mm 256x4096x1024 bf16" instead of the suite
     bool warm_l2 = false;
+    int settle_us = 0;
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -154,7 +157,8 @@ void run_suite(const Args& args) {
                                                              : "") +
                             (args.split_tail ? "" : "_no_split_tail") +
                             (args.max_splits > 0 ? "_max_splits" + std::to_string(args.max_splits) : "");
-    const std::string out_name = "suite" + tag + (args.warm_l2 ? "_warm_l2" : "");
+    const std::string out_name = "suite" + tag + (args.warm_l2 ? "_warm_l2" : "") +
+                                 (args.settle_us > 0 ? "_settle" + std::to_string(args.settle_us) + "us" : "");
     const int sms = backend.device().multiprocessors;
     // The op variants first: a time-limited run (bench/gpu_suite.sh) should not lose them.
     std::vector<Problem> problems{make_problem("addmm", 1, 4096, 4096, 4096, "bfloat16"),
@@ -200,8 +204,8 @@ void run_suite(const Args& args) {
                                         }),
                          exhaustive.end());
     const auto defaults = default_configs();
-    const TimingOptions screen{1, 3, !args.warm_l2};
-    const TimingOptions confirm{3, 20, !args.warm_l2};
+    const TimingOptions screen{1, 3, !args.warm_l2, args.settle_us};
+    const TimingOptions confirm{3, 20, !args.warm_l2, args.settle_us};
     std::ostringstream md, csv;
     md << "# CUDA backend vs cuBLAS on " << backend.hardware_name()
        << (args.wgmma ? " (wgmma path where the rule admits the config" : " (mma.sync only")
@@ -215,7 +219,8 @@ void run_suite(const Args& args) {
        << (args.split_tail ? ", split tail" : ", no split tail")
        << (args.max_splits > 0 ? " (at most " + std::to_string(args.max_splits) + " parts)" : "")
        << (args.hopper_subset ? ", EXHAUSTIVE configs of the Hopper subset" : "")
-       << (args.warm_l2 ? ", WARM L2 (no flush)" : "") << "\n\n"
+       << (args.warm_l2 ? ", WARM L2 (no flush)" : "")
+       << (args.settle_us > 0 ? ", GPU idle " + std::to_string(args.settle_us) + " us after each flush" : "") << "\n\n"
        << "| problem | cuBLAS TFLOP/s | best EXHAUSTIVE config | TFLOP/s | ratio | best DEFAULT config | TFLOP/s | "
           "ratio | timed / pruned / screened / failed |\n|---|---|---|---|---|---|---|---|---|\n";
     csv << "problem,cublas_ms,cublas_tflops,best_config,best_ms,best_tflops,ratio,default_config,default_ms,"
@@ -499,6 +504,15 @@ int main(int argc, char** argv) {
             args.problems.push_back(argv[++i]);
         else if (a == "--warm-l2")
             args.warm_l2 = true;
+        else if (a == "--settle-us") {
+            const int us = i + 1 < argc ? std::atoi(argv[i + 1]) : 0;
+            if (us < 1) {
+                std::fprintf(stderr, "error: --settle-us: want a number of microseconds >= 1\n");
+                return 2;
+            }
+            args.settle_us = us;
+            ++i;
+        }
         else if (args.mode.empty() && a[0] != '-')
             args.mode = a;
         else {
@@ -508,7 +522,7 @@ int main(int argc, char** argv) {
     }
     if (args.mode != "suite" && args.mode != "throughput" && args.mode != "repeatability" && args.mode != "ab") {
         std::fprintf(stderr, "usage: cuda_gemm_bench suite|throughput|repeatability|ab [--out DIR] [--quick] [--no-wgmma] "
-                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--max-splits N] [--problem TEXT]... [--warm-l2]\n");
+                             "[--large] [--hopper-subset] [--only TEXT]... [--config TEXT]... [--cluster 1|2] [--no-persistent] [--dynamic-tiles] [--no-split-tail] [--max-splits N] [--problem TEXT]... [--warm-l2] [--settle-us N]\n");
         return 2;
     }
     try {

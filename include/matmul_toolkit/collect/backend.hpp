@@ -39,6 +39,9 @@ struct TimingOptions {
     /// GPU backends: evict L2 before every timed run (cold L2, what collections record).
     /// Off only for diagnostics (warm-L2 rates); the CPU backend has no such flush.
     bool flush_l2 = true;
+    /// GPU backends, diagnostics: the GPU stays idle this long after each flush, before the
+    /// timed run (bench/triton_suite.py spins after its flush; this matches it).
+    int settle_us = 0;
 };
 
 /// The result of timing one kernel: the median and the spread of `repeat` runs.

@@ -1,6 +1,8 @@
 #include "device_runtime.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "cuda_check.hpp"
 #include "driver_api.hpp"
@@ -134,6 +136,10 @@ void EventTimer::ensure_events(std::size_t count) {
     }
 }
 
+void CUDA_CB EventTimer::settle(void* microseconds) {
+    std::this_thread::sleep_for(std::chrono::microseconds(*static_cast<const int*>(microseconds)));
+}
+
 Timing EventTimer::time(const std::function<void()>& launch, const TimingOptions& options) {
     const DriverApi& api = driver();
     const int repeat = std::max(1, options.repeat);
@@ -141,8 +147,15 @@ Timing EventTimer::time(const std::function<void()>& launch, const TimingOptions
     ensure_events(2 * static_cast<std::size_t>(repeat));
     for (int r = 0; r < repeat; ++r) {
         // A different value each time, so no layer can skip the write as redundant.
-        if (options.flush_l2)
+        if (options.flush_l2) {
             CUDA_CHECK(api.cuMemsetD32Async(m_flush.get(), ++m_flush_value, m_flush_words, m_stream));
+            // The stream waits for a host function that sleeps: the GPU idles, and the
+            // start event and launch, already queued behind it, follow without host latency.
+            if (options.settle_us > 0) {
+                m_settle_us = options.settle_us;
+                CUDA_CHECK(api.cuLaunchHostFunc(m_stream, &EventTimer::settle, &m_settle_us));
+            }
+        }
         CUDA_CHECK(api.cuEventRecord(m_events[2 * r], m_stream));
         launch();
         CUDA_CHECK(api.cuEventRecord(m_events[2 * r + 1], m_stream));

@@ -94,11 +94,13 @@ public:
 
 private:
     void ensure_events(std::size_t count);
+    static void CUDA_CB settle(void* microseconds);
 
     CUstream m_stream;
     DeviceBuffer m_flush;
     std::size_t m_flush_words = 0;
     unsigned m_flush_value = 0;
+    int m_settle_us = 0;  // read by settle() on the driver's thread while the stream runs
     std::vector<CUevent> m_events;
     double m_timed_seconds = 0.0;
 };

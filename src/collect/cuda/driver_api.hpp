@@ -20,7 +20,7 @@ namespace mmt::collect::cuda {
     X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)         \
     X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)           \
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuTensorMapEncodeTiled)                \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchHostFunc)
 
 /// Function pointers into the driver.
 struct DriverApi {
