@@ -211,6 +211,27 @@ TEST(CudaKernelSpec, WgmmaRuleAdmitsHopperShapedConfigs) {
     EXPECT_EQ(s.math, MathPath::mma16);
 }
 
+TEST(CudaKernelSpec, DeepWgmmaStagesRunInKStepsOf64) {
+    const auto p = problem(1, 256, 4096, 4096, "bfloat16");
+    // BLOCK_K 128: two K steps per stage, so 8 full/empty/cluster mbarrier triples for 4 stages.
+    auto deep = make_spec(config(64, 128, 128, 4, 4), p);
+    ASSERT_TRUE(select_wgmma(deep, kH100));
+    EXPECT_EQ(wgmma_k_step(deep), 64);
+    EXPECT_EQ(shared_bytes(deep), 1024u + 4u * 49152u + 24u * 8u);
+    EXPECT_NE(kernel_prelude(deep).find("#define MMT_K_STEP 64\n"), std::string::npos);
+    // The same shared memory as 64 x 128 x 64 in 8 stages, whose K step is its BLOCK_K.
+    auto shallow = make_spec(config(64, 128, 64, 8, 4), p);
+    ASSERT_TRUE(select_wgmma(shallow, kH100));
+    EXPECT_EQ(wgmma_k_step(shallow), 64);
+    EXPECT_EQ(shared_bytes(shallow), shared_bytes(deep));
+    auto narrow = make_spec(config(64, 128, 32, 4, 4), p);
+    ASSERT_TRUE(select_wgmma(narrow, kH100));
+    EXPECT_EQ(wgmma_k_step(narrow), 32);
+    EXPECT_NE(kernel_prelude(narrow).find("#define MMT_K_STEP 32\n"), std::string::npos);
+    // The K step is no part of the other kernels.
+    EXPECT_EQ(kernel_prelude(make_spec(config(64, 128, 128, 4, 4), p)).find("MMT_K_STEP"), std::string::npos);
+}
+
 TEST(CudaKernelSpec, WgmmaRuleRejectsWhatTheKernelCannotRun) {
     const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
     const auto reason = [&](const core::GemmConfig& c, const Problem& q) {

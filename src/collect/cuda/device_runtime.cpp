@@ -44,11 +44,11 @@ DeviceInfo read_device_info(int device_index) {
 namespace {
 
 // One operand as the kernel tiles it: `inner` is its contiguous extent (K when K-major),
-// `outer` the other; K-major boxes are [rows][min(BK, 64)] with a 32/64/128-byte swizzle,
-// M/N-major boxes [BK][64] with a 128-byte swizzle.
+// `outer` the other; K-major boxes are [rows][k_step] with a 32/64/128-byte swizzle,
+// M/N-major boxes [k_step][64] with a 128-byte swizzle (k_step: wgmma_k_step, <= 64).
 void encode_operand(CUtensorMap& map, const std::string& dtype, CUdeviceptr ptr, std::int64_t inner,
                     std::int64_t outer, std::int64_t ld, std::int64_t batch, std::int64_t batch_stride, bool k_major,
-                    int tile_rows, int block_k, int split) {
+                    int tile_rows, int k_step, int split) {
     const std::uint64_t es = static_cast<std::uint64_t>(core::dtype_size(dtype));
     const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
                                 static_cast<cuuint64_t>(batch)};
@@ -56,10 +56,9 @@ void encode_operand(CUtensorMap& map, const std::string& dtype, CUdeviceptr ptr,
     const std::uint64_t bstride = batch > 1 ? static_cast<std::uint64_t>(batch_stride) * es
                                             : static_cast<std::uint64_t>(ld) * es * static_cast<std::uint64_t>(outer);
     const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * es, bstride};
-    const int kb = block_k < 64 ? block_k : 64;
     // `split` CTAs of a cluster load a box each: the outer extent is divided among them.
-    const cuuint32_t box[3] = {static_cast<cuuint32_t>(k_major ? kb : 64),
-                               static_cast<cuuint32_t>((k_major ? tile_rows : block_k) / split), 1};
+    const cuuint32_t box[3] = {static_cast<cuuint32_t>(k_major ? k_step : 64),
+                               static_cast<cuuint32_t>((k_major ? tile_rows : k_step) / split), 1};
     const cuuint32_t element_strides[3] = {1, 1, 1};
     const std::uint64_t span = box[0] * es;
     const CUtensorMapSwizzle swizzle = span == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
@@ -80,9 +79,9 @@ void encode_wgmma_operands(const KernelSpec& spec, const Problem& problem, CUdev
     const ProblemStrides st = problem_strides(problem);
     const bool a_kmajor = problem.layout[0] == 'n', b_kmajor = problem.layout[1] == 't';
     encode_operand(map_a, spec.dtype, a, a_kmajor ? s.K : s.M, a_kmajor ? s.M : s.K, st.lda, s.B, st.batch_a,
-                   a_kmajor, spec.block_m, spec.block_k, 1);
+                   a_kmajor, spec.block_m, wgmma_k_step(spec), 1);
     encode_operand(map_b, spec.dtype, b, b_kmajor ? s.K : s.N, b_kmajor ? s.N : s.K, st.ldb, s.B, st.batch_b,
-                   b_kmajor, spec.block_n, spec.block_k, spec.cluster_m);
+                   b_kmajor, spec.block_n, wgmma_k_step(spec), spec.cluster_m);
 }
 
 PrimaryContext::PrimaryContext(int device_index) {

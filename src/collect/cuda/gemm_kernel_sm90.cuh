@@ -6,14 +6,17 @@
 // The config keeps Triton's meaning on Hopper: a CTA computes a BLOCK_M x BLOCK_N tile of
 // C, tiles in GROUP_M-swizzled order; K is walked BLOCK_K at a time through a NUM_STAGES
 // ring of shared-memory stages; NUM_WARPS 4 is one warpgroup, 8 is two, which split
-// BLOCK_M (or BLOCK_N when BLOCK_M is 64).
+// BLOCK_M (or BLOCK_N when BLOCK_M is 64). A stage deeper than 64 (BLOCK_K 128) is filled
+// and consumed in K steps of 64 (MMT_K_STEP, the host's wgmma_k_step), each with its own
+// mbarriers and wgmma group: the ring is NUM_STAGES x BLOCK_K / K_STEP steps long, and a
+// step's half of a stage is refilled while the wgmma still reads the other half.
 //
 // Loads: one thread issues TMA copies (cp.async.bulk.tensor, tensor maps built on the host
 // by cuTensorMapEncodeTiled and passed as __grid_constant__ parameters) that complete on a
-// per-stage "full" mbarrier. TMA zero-fills everything outside the tensor, so ragged M, N
-// and K need no masks on the load side. Every thread arrives on the stage's "empty"
+// per-step "full" mbarrier. TMA zero-fills everything outside the tensor, so ragged M, N
+// and K need no masks on the load side. Every thread arrives on the step's "empty"
 // mbarrier once the wgmma that read it has completed; the producer waits on it before
-// refilling the stage.
+// refilling that part of the stage.
 //
 // Shared layout: each operand tile keeps its global orientation, in boxes whose rows are
 // at most 128 bytes, swizzled by TMA (128B, or 64B / 32B for K-major tiles with BLOCK_K
@@ -105,7 +108,11 @@ constexpr int WG_C_BYTES = 32 * WG_C_PITCH * ELT;
 constexpr int DATA_BYTES = PERSISTENT ? STAGES * STAGE_BYTES + WARPGROUPS * WG_C_BYTES
                            : STAGES * STAGE_BYTES > C_ROUNDED ? STAGES * STAGE_BYTES
                                                               : C_ROUNDED;
-constexpr unsigned TX_BYTES = (BM + BN) * BK * ELT;  // TMA counts zero-filled bytes too
+constexpr int K_STEP = MMT_K_STEP;             // K depth of one TMA copy and one wgmma group
+constexpr int STEPS_PER_STAGE = BK / K_STEP;
+constexpr int RING = STAGES * STEPS_PER_STAGE;  // full/empty mbarrier pairs
+static_assert(BK % K_STEP == 0 && (K_STEP == BK || K_STEP % KB == 0), "k step");
+constexpr unsigned TX_BYTES = (BM + BN) * K_STEP * ELT;  // per step; TMA counts zero-filled bytes too
 
 // The 128-byte CUtensorMap of cuda.h (NVRTC has no cuda.h): opaque to the kernel.
 struct alignas(64) TensorMap {
@@ -353,21 +360,31 @@ __device__ __forceinline__ elem_t from_float(float f) {
     return h;
 }
 
-// Issues the TMA copies of k-tile `kt` into the stage at `stage`, completing on `bar`.
-// In a cluster, CTA `rank` loads half of the shared B tile (rows of K-major boxes, k rows
-// of M/N-major ones) and multicasts it; the full B tile lands in both CTAs either way.
-__device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const TensorMap* map_a,
-                                           const TensorMap* map_b, int kt, int m_base, int n_base, int batch,
-                                           int rank) {
+// Byte offset of K step `step` inside an operand tile of `rows` rows (M for A, N for B):
+// K-major tiles hold a box per KB of k, M/N-major tiles a box per 64 rows whose box rows
+// are k, so a step is whole boxes of the first, a band of box rows of the second.
+template <bool MN_MAJOR, int ROWS>
+__device__ __forceinline__ unsigned step_offset(int step) {
+    return MN_MAJOR ? step * (K_STEP * 128) : step * (K_STEP / KB) * (ROWS * SW_K);
+}
+
+// Issues the TMA copies of K step `step` of k-tile `kt` into the stage at `stage`,
+// completing on `bar`. In a cluster, CTA `rank` loads half of the shared B tile (rows of
+// K-major boxes, k rows of M/N-major ones) and multicasts it; the full B tile lands in
+// both CTAs either way.
+__device__ __forceinline__ void load_step(unsigned stage, int step, unsigned bar, const TensorMap* map_a,
+                                          const TensorMap* map_b, int kt, int m_base, int n_base, int batch,
+                                          int rank) {
     mbar_expect_tx(bar, TX_BYTES);
-    const int k0 = kt * BK;
-    const unsigned sa = stage, sb = stage + A_BYTES;
+    const int k0 = kt * BK + step * K_STEP;
+    const unsigned sa = stage + step_offset<A_MN_MAJOR, BM>(step);
+    const unsigned sb = stage + A_BYTES + step_offset<B_MN_MAJOR, BN>(step);
     if constexpr (A_MN_MAJOR) {
 #pragma unroll
         for (int j = 0; j < BM / MNB; ++j) tma_load(sa + j * (BK * 128), map_a, bar, m_base + j * MNB, k0, batch);
     } else {
 #pragma unroll
-        for (int j = 0; j < BK / KB; ++j) tma_load(sa + j * (BM * SW_K), map_a, bar, k0 + j * KB, m_base, batch);
+        for (int j = 0; j < K_STEP / KB; ++j) tma_load(sa + j * (BM * SW_K), map_a, bar, k0 + j * KB, m_base, batch);
     }
     if constexpr (CLUSTER == 1) {
         if constexpr (B_MN_MAJOR) {
@@ -375,12 +392,13 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
             for (int j = 0; j < BN / MNB; ++j) tma_load(sb + j * (BK * 128), map_b, bar, n_base + j * MNB, k0, batch);
         } else {
 #pragma unroll
-            for (int j = 0; j < BK / KB; ++j) tma_load(sb + j * (BN * SW_K), map_b, bar, k0 + j * KB, n_base, batch);
+            for (int j = 0; j < K_STEP / KB; ++j)
+                tma_load(sb + j * (BN * SW_K), map_b, bar, k0 + j * KB, n_base, batch);
         }
     } else {
         constexpr unsigned short ALL = (1u << CLUSTER) - 1;
         if constexpr (B_MN_MAJOR) {
-            constexpr int HALF = BK / CLUSTER;  // k rows per CTA: a multiple of 8, so whole swizzle atoms
+            constexpr int HALF = K_STEP / CLUSTER;  // k rows per CTA: a multiple of 8, so whole swizzle atoms
 #pragma unroll
             for (int j = 0; j < BN / MNB; ++j)
                 tma_load_multicast(sb + j * (BK * 128) + rank * (HALF * 128), map_b, bar, n_base + j * MNB,
@@ -388,7 +406,7 @@ __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const T
         } else {
             constexpr int HALF = BN / CLUSTER;  // rows per CTA: a multiple of 8
 #pragma unroll
-            for (int j = 0; j < BK / KB; ++j)
+            for (int j = 0; j < K_STEP / KB; ++j)
                 tma_load_multicast(sb + j * (BN * SW_K) + rank * (HALF * SW_K), map_b, bar, k0 + j * KB,
                                    n_base + rank * HALF, batch, ALL);
         }
@@ -428,19 +446,20 @@ __device__ __forceinline__ void apply_bias(float (&acc)[MT][ACC], const elem_t* 
     }
 }
 
-// Issues the wgmma group of the k-tile in the stage at `stage` and waits until it is the
-// only one in flight: the previous k-tile's group has completed and its stage may be
-// refilled once every warp has got here.
-__device__ __forceinline__ void mma_stage(float (&acc)[MT][ACC], unsigned stage, int wg_m0, int wg_n0) {
-    const unsigned sb = stage + A_BYTES;
+// Issues the wgmma group of K step `step` of the stage at `stage` and waits until it is
+// the only one in flight: the previous step's group has completed and its part of a stage
+// may be refilled once every warp has got here.
+__device__ __forceinline__ void mma_step(float (&acc)[MT][ACC], unsigned stage, int step, int wg_m0, int wg_n0) {
+    const unsigned sa = stage + step_offset<A_MN_MAJOR, BM>(step);
+    const unsigned sb = stage + A_BYTES + step_offset<B_MN_MAJOR, BN>(step);
 #pragma unroll
     for (int i = 0; i < MT; ++i) pin(acc[i]);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {
+    for (int kk = 0; kk < K_STEP / 16; ++kk) {
         const unsigned long long db = tile_desc<B_MN_MAJOR, BN>(sb, wg_n0, kk);
 #pragma unroll
-        for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(stage, wg_m0 + 64 * i, kk), db);
+        for (int i = 0; i < MT; ++i) wgmma(acc[i], tile_desc<A_MN_MAJOR, BM>(sa, wg_m0 + 64 * i, kk), db);
     }
     wgmma_commit();
 #pragma unroll
@@ -451,10 +470,11 @@ __device__ __forceinline__ void mma_stage(float (&acc)[MT][ACC], unsigned stage,
 }
 
 // The consumers' main loop over one output tile's k-tiles, accumulating into `acc` (zeroed
-// here). One wgmma group stays in flight: k-tile kt's stage is released once the group of
-// kt + 1 has been issued and kt's has completed. Ends with every group complete and the
-// LAST stage not released: the caller decides when it may be refilled. `slot` and `phase`
-// carry the stage ring across calls.
+// here). One wgmma group stays in flight: K step s's part of a stage is released once the
+// group of s + 1 has been issued and s's has completed. Ends with every group complete and
+// the LAST step not released: the caller decides when it may be refilled. `slot` and
+// `phase` carry the ring of K steps across calls; a k-tile's steps take consecutive slots
+// from a multiple of STEPS_PER_STAGE, so slot / STEPS_PER_STAGE is its stage.
 __device__ __forceinline__ void consume_k_tiles(float (&acc)[MT][ACC], int k_tiles, unsigned base, unsigned full_bar,
                                                 unsigned empty_bar, int wg_m0, int wg_n0, int& slot,
                                                 unsigned& phase) {
@@ -463,12 +483,16 @@ __device__ __forceinline__ void consume_k_tiles(float (&acc)[MT][ACC], int k_til
 #pragma unroll
         for (int j = 0; j < ACC; ++j) acc[i][j] = 0.f;
     for (int kt = 0; kt < k_tiles; ++kt) {
-        mbar_wait(full_bar + 8 * slot, phase);
-        mma_stage(acc, base + slot * STAGE_BYTES, wg_m0, wg_n0);
-        // Release tile kt-1's stage. Every thread arrives: ptxas serialises the wgmma
-        // pipeline around a lane-predicated arrival.
-        if (kt > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
-        advance<STAGES>(slot, phase);
+        const unsigned stage = base + (slot / STEPS_PER_STAGE) * STAGE_BYTES;
+#pragma unroll
+        for (int step = 0; step < STEPS_PER_STAGE; ++step) {
+            mbar_wait(full_bar + 8 * slot, phase);
+            mma_step(acc, stage, step, wg_m0, wg_n0);
+            // Release the previous step. Every thread arrives: ptxas serialises the wgmma
+            // pipeline around a lane-predicated arrival.
+            if (kt > 0 || step > 0) mbar_arrive(empty_bar + 8 * (slot == 0 ? RING - 1 : slot - 1));
+            advance<RING>(slot, phase);
+        }
     }
     wgmma_wait<0>();
 #pragma unroll
@@ -576,10 +600,10 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
                                                 unsigned char* smem_raw) {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned full_bar = base + DATA_BYTES;
-    const unsigned empty_bar = full_bar + STAGES * 8;
+    const unsigned empty_bar = full_bar + RING * 8;
     // Dynamic tiles: 2 "id written" and 2 "id read" mbarriers, then the 2 ids (the host's
     // shared_bytes() adds 48 bytes for them).
-    const unsigned id_full_bar = empty_bar + STAGES * 8;
+    const unsigned id_full_bar = empty_bar + RING * 8;
     const unsigned id_empty_bar = id_full_bar + 16;
     const unsigned id_slots = id_empty_bar + 16;
     const int grid_m = (M + BM - 1) / BM;
@@ -591,7 +615,7 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
 
     if (tid == 0) {
 #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
+        for (int s = 0; s < RING; ++s) {
             mbar_init(full_bar + 8 * s, 1);
             mbar_init(empty_bar + 8 * s, THREADS);
         }
@@ -646,10 +670,14 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
                 if (u >= units) break;
                 const Unit w = unit_at(u, split_from, splits, k_tiles, grid_m, grid_n);
                 for (int kt = w.kb; kt < w.ke; ++kt, ++issued) {
-                    if (issued >= STAGES) mbar_wait(empty_bar + 8 * slot, phase ^ 1);
-                    load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, kt, w.m_base,
-                               w.n_base, w.batch, 0);
-                    advance<STAGES>(slot, phase);
+                    const unsigned stage = base + (slot / STEPS_PER_STAGE) * STAGE_BYTES;
+#pragma unroll
+                    for (int step = 0; step < STEPS_PER_STAGE; ++step) {
+                        if (issued >= STAGES) mbar_wait(empty_bar + 8 * slot, phase ^ 1);
+                        load_step(stage, step, full_bar + 8 * slot, &map_a, &map_b, kt, w.m_base, w.n_base, w.batch,
+                                  0);
+                        advance<RING>(slot, phase);
+                    }
                 }
             }
         }
@@ -683,8 +711,8 @@ __device__ __forceinline__ void persistent_gemm(const TensorMap& map_a, const Te
         const Unit w = unit_at(u, split_from, splits, k_tiles, grid_m, grid_n);
         const int m_base = w.m_base, n_base = w.n_base, batch = w.batch;
         consume_k_tiles(acc, w.ke - w.kb, base, full_bar, empty_bar, wg_m0, wg_n0, slot, phase);
-        // The unit's last stage is free now: the producer may refill it during the epilogue.
-        if (w.ke > w.kb) mbar_arrive(empty_bar + 8 * (slot == 0 ? STAGES - 1 : slot - 1));
+        // The unit's last step is free now: the producer may refill it during the epilogue.
+        if (w.ke > w.kb) mbar_arrive(empty_bar + 8 * (slot == 0 ? RING - 1 : slot - 1));
         if (w.part >= 0) {
             const int tail = w.t - split_from;
             float* tile_ws = split_workspace + static_cast<long long>(tail) * splits * BM * BN;
@@ -775,11 +803,11 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
 #endif
     // Swizzled boxes and descriptors assume 1024-byte aligned stages (base offset 0).
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    const unsigned full_bar = base + DATA_BYTES;  // STAGES mbarriers, 8 bytes each
-    const unsigned empty_bar = full_bar + STAGES * 8;
-    // Clusters: per stage, a barrier on which each CTA's producer signals (to every CTA)
-    // that its consumers released the stage; a producer refills it once all have.
-    const unsigned cluster_bar = empty_bar + STAGES * 8;
+    const unsigned full_bar = base + DATA_BYTES;  // RING mbarriers, 8 bytes each
+    const unsigned empty_bar = full_bar + RING * 8;
+    // Clusters: per K step, a barrier on which each CTA's producer signals (to every CTA)
+    // that its consumers released the step; a producer refills it once all have.
+    const unsigned cluster_bar = empty_bar + RING * 8;
 
     // GROUP_M-swizzled tile order, as Triton's template computes it; in clusters the order
     // runs over pairs of row tiles (a cluster's CTAs take consecutive rows of one column,
@@ -805,7 +833,7 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
 
     if (tid == 0) {
 #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
+        for (int s = 0; s < RING; ++s) {
             mbar_init(full_bar + 8 * s, 1);
             mbar_init(empty_bar + 8 * s, THREADS);  // every consumer thread
             if constexpr (CLUSTER > 1) mbar_init(cluster_bar + 8 * s, CLUSTER);  // every producer of the cluster
@@ -829,20 +857,24 @@ extern "C" __global__ void MMT_CLUSTER_DIMS __launch_bounds__(THREADS + 32)
             int slot = 0;
             unsigned phase = 0;
             for (int t = 0; t < k_tiles; ++t) {
-                // Use t / STAGES of the slot: wait for the release of use t / STAGES - 1.
-                if (t >= STAGES) {
-                    mbar_wait(empty_bar + 8 * slot, phase ^ 1);
-                    if constexpr (CLUSTER > 1) {
-                        // One remote arrival per CTA and stage, forwarded by the producer
-                        // (consumer warpgroups arriving remotely themselves measured the same).
+                const unsigned stage = base + (slot / STEPS_PER_STAGE) * STAGE_BYTES;
 #pragma unroll
-                        for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(cluster_bar + 8 * slot, r);
-                        mbar_wait(cluster_bar + 8 * slot, phase ^ 1);
+                for (int step = 0; step < STEPS_PER_STAGE; ++step) {
+                    // Use t / STAGES of the slot: wait for the release of use t / STAGES - 1.
+                    if (t >= STAGES) {
+                        mbar_wait(empty_bar + 8 * slot, phase ^ 1);
+                        if constexpr (CLUSTER > 1) {
+                            // One remote arrival per CTA and step, forwarded by the producer
+                            // (consumer warpgroups arriving remotely themselves measured the same).
+#pragma unroll
+                            for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(cluster_bar + 8 * slot, r);
+                            mbar_wait(cluster_bar + 8 * slot, phase ^ 1);
+                        }
                     }
+                    load_step(stage, step, full_bar + 8 * slot, &map_a, &map_b, t, m_base, n_base, batch,
+                              static_cast<int>(rank));
+                    advance<RING>(slot, phase);
                 }
-                load_stage(base + slot * STAGE_BYTES, full_bar + 8 * slot, &map_a, &map_b, t, m_base, n_base, batch,
-                           static_cast<int>(rank));
-                advance<STAGES>(slot, phase);
             }
         }
         // No CTA of a cluster leaves while the other may still write to its shared memory.

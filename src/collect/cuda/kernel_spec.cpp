@@ -248,11 +248,13 @@ std::string nvrtc_arch(int cc_major, int cc_minor) {
     return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor) + (cc_major == 9 && cc_minor == 0 ? "a" : "");
 }
 
+int wgmma_k_step(const KernelSpec& spec) { return std::min(spec.block_k, 64); }
+
 std::size_t shared_bytes(const KernelSpec& s) {
     if (s.math == MathPath::wgmma) {
         // 1 KiB-aligned stages of 1 KiB-rounded tiles (the epilogue's C tile, rows padded
         // by 8 elements, reuses them, and may need more), the slack to align the dynamic
-        // shared base, and three mbarriers per stage (full, empty, cluster).
+        // shared base, and three mbarriers per k step of a stage (full, empty, cluster).
         const std::size_t es = core::dtype_size(s.dtype);
         const std::size_t stage = round_kib(static_cast<std::size_t>(s.block_m) * s.block_k * es) +
                                   round_kib(static_cast<std::size_t>(s.block_n) * s.block_k * es);
@@ -262,7 +264,8 @@ std::size_t shared_bytes(const KernelSpec& s) {
                                                                            32 * (s.wg_n + 8) * es
                                               : std::max(stage * s.num_stages, c_tile);
         // Dynamic tiles: two tile ids and their two mbarrier pairs (48 bytes, 8-aligned).
-        return 1024 + data + 24 * static_cast<std::size_t>(s.num_stages) + (s.persistent && s.dynamic_tiles ? 48 : 0);
+        const std::size_t k_steps = static_cast<std::size_t>(s.num_stages) * (s.block_k / wgmma_k_step(s));
+        return 1024 + data + 24 * k_steps + (s.persistent && s.dynamic_tiles ? 48 : 0);
     }
     return static_cast<std::size_t>(s.block_m + s.block_n) * s.block_k * s.num_stages * core::dtype_size(s.dtype);
 }
@@ -342,6 +345,7 @@ std::string kernel_prelude(const KernelSpec& s) {
         def("MMT_WG_M", s.wg_m);
         def("MMT_WG_N", s.wg_n);
         def("MMT_CLUSTER_M", s.cluster_m);
+        def("MMT_K_STEP", wgmma_k_step(s));
         def("MMT_PERSISTENT", s.persistent ? 1 : 0);
         def("MMT_DYNAMIC_TILES", s.persistent && s.dynamic_tiles ? 1 : 0);
         // The kernel's bound on a split tile's parts (plan_tiles never plans more).

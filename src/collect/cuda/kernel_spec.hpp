@@ -150,6 +150,14 @@ std::optional<std::string> wgmma_unsupported_reason(const KernelSpec& spec, cons
 bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 1, bool persistent = false,
                   bool dynamic_tiles = false);
 
+/// The wgmma path's K depth of one TMA copy and one wgmma group: BLOCK_K, but at most 64.
+/// A deeper stage (BLOCK_K 128) fills and drains in steps of 64, each with its own pair of
+/// mbarriers, so the first half of a stage is refilled while the wgmma reads the second:
+/// the same shared memory keeps more bytes in flight, which is what bounds one-wave
+/// problems with a cold L2 (H200, 256x4096x4096 bf16, 64x128x128 s4 w4: 353 -> 380
+/// TFLOP/s; ~5 % slower with a warm L2; bench/NOTES_cuda.md).
+int wgmma_k_step(const KernelSpec& spec);
+
 /// How a launch covers its tiles, on either template. With `capacity` CTAs resident at
 /// once, the tiles of the last, partial wave (tiles % capacity; all of them when fewer
 /// than capacity) are split into `splits` parts along K, so the wave's parts keep up to
