@@ -212,7 +212,7 @@ void run_suite(const Args& args) {
        << (args.wgmma && args.cluster > 1 ? ", clusters of " + std::to_string(args.cluster) : "")
        << (args.wgmma && args.cluster == 0 ? ", clusters of two where B's rows are not 128-byte aligned; elsewhere" : "")
        << (args.wgmma && args.cluster != 2
-               ? (args.persistent ? std::string(", persistent CTAs where they fit, ") +
+               ? (args.persistent ? std::string(", persistent CTAs where they fit and pay off, ") +
                                         (args.dynamic_tiles ? "dynamic tiles)" : "static tiles)")
                                   : std::string(", one tile per CTA)"))
                : std::string(")"))

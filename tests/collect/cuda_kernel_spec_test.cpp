@@ -232,6 +232,29 @@ TEST(CudaKernelSpec, DeepWgmmaStagesRunInKStepsOf64) {
     EXPECT_EQ(kernel_prelude(make_spec(config(64, 128, 128, 4, 4), p)).find("MMT_K_STEP"), std::string::npos);
 }
 
+TEST(CudaKernelSpec, PersistentCtasWhereTheyCanDoMoreThanOneTileEach) {
+    const long long sms = 132;
+    const auto pays = [&](const core::GemmConfig& c, const Problem& p, bool split_tail = true) {
+        auto s = make_spec(c, p);
+        EXPECT_TRUE(select_wgmma(s, kH100, 1, true));
+        EXPECT_TRUE(s.persistent);
+        return persistent_pays_off(s, p, sms, kH100, split_tail);
+    };
+    // More tiles than SMs: the persistent loop overlaps a tile's epilogue with the next loads.
+    EXPECT_TRUE(pays(config(128, 256, 64, 4, 8), problem(1, 4096, 4096, 4096, "bfloat16")));
+    // 128 tiles of 64 x 128 on 132 SMs, 201 KiB each: one CTA per SM, no room to split.
+    EXPECT_FALSE(pays(config(64, 128, 128, 4, 4), problem(1, 256, 4096, 4096, "bfloat16")));
+    // 44 tiles, K = 216: 4 k-tiles of 64, too few for two parts of kMinKTilesPerSplit.
+    EXPECT_FALSE(pays(config(64, 64, 64, 4, 4), problem(1, 1376, 80, 216, "bfloat16")));
+    // The same tiles over K = 4096 may split: 64 KiB CTAs can share an SM.
+    EXPECT_TRUE(pays(config(64, 64, 64, 4, 4), problem(1, 1376, 80, 4096, "bfloat16")));
+    EXPECT_FALSE(pays(config(64, 64, 64, 4, 4), problem(1, 1376, 80, 4096, "bfloat16"), false));
+    // 32 tiles of 128 x 256 on 132 SMs: the split tail runs them in up to 4 parts.
+    EXPECT_TRUE(pays(config(128, 256, 64, 4, 8), problem(1, 256, 4096, 4096, "bfloat16")));
+    // Every batch's tiles count: 4 x 128 tiles are several waves.
+    EXPECT_TRUE(pays(config(64, 128, 128, 4, 4), problem(4, 256, 4096, 4096, "bfloat16", "bmm")));
+}
+
 TEST(CudaKernelSpec, WgmmaRuleRejectsWhatTheKernelCannotRun) {
     const auto p = problem(1, 4096, 4096, 4096, "bfloat16");
     const auto reason = [&](const core::GemmConfig& c, const Problem& q) {

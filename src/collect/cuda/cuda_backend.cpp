@@ -290,6 +290,9 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
     if (m_wgmma && !spec.test_fault) {
         const int cluster = m_wgmma_cluster > 0 ? m_wgmma_cluster : preferred_cluster_m(problem);
         select_wgmma(spec, limits(), cluster, m_wgmma_persistent, m_wgmma_dynamic_tiles);
+        if (spec.persistent && !persistent_pays_off(spec, problem, m_context.info().multiprocessors, limits(),
+                                                    m_split_tail))
+            spec.persistent = spec.dynamic_tiles = false;
     }
     if (spec.math != MathPath::wgmma && m_split_tail) {
         const auto& s = problem.shape;

@@ -42,8 +42,9 @@ struct CudaBackendOptions {
     /// aligned). Clusters run one tile per CTA, without the persistent schedule.
     int wgmma_cluster = 0;
     /// wgmma path: persistent CTAs (KernelSpec::persistent) wherever their shared memory
-    /// fits. Measured on an H200 against one tile per CTA (bench/NOTES_cuda.md): +1-8 % on
-    /// the large suite shapes, nowhere slower.
+    /// fits and they pay off (persistent_pays_off: not on one wave that cannot split).
+    /// Measured on an H200 against one tile per CTA (bench/NOTES_cuda.md): +1-8 % on the
+    /// large suite shapes.
     bool wgmma_persistent = true;
     /// wgmma path, persistent CTAs: take tiles from a global counter (KernelSpec::
     /// dynamic_tiles) rather than the static stride blockIdx.x, + gridDim.x, ... Off: measured

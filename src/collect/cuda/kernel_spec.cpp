@@ -225,6 +225,20 @@ TilePlan plan_tiles(long long tiles, long long k_tiles, long long capacity, bool
     return plan;
 }
 
+bool persistent_pays_off(const KernelSpec& s, const Problem& problem, long long sms, const DeviceLimits& limits,
+                         bool split_tail) {
+    const auto& shape = problem.shape;
+    const long long tiles = grid_ctas(s, shape.M, shape.N) * shape.B;
+    if (tiles > sms) return true;
+    const long long k_tiles = (shape.K + s.block_k - 1) / s.block_k;
+    if (!split_tail || k_tiles / kMinKTilesPerSplit < 2) return false;
+    // plan_tiles splits when the CTA slots hold twice the tiles; the occupancy is known only
+    // once the kernel is loaded, but one CTA per SM is certain when it takes over half the
+    // shared memory.
+    const bool one_cta_per_sm = 2 * shared_bytes(s) > limits.max_shared_bytes;
+    return !(one_cta_per_sm && 2 * tiles > sms);
+}
+
 int max_tail_splits(const KernelSpec& s) {
     return s.math == MathPath::wgmma ? kMaxTailSplits : kMaxTailSplitsOneTilePerCta;
 }

@@ -191,6 +191,16 @@ int max_tail_splits(const KernelSpec& spec);
 TilePlan split_k_plan(long long tiles, long long k_tiles, long long sms, int min_k_tiles_per_split = kMinKTilesPerSplit,
                       int max_splits = kMaxTailSplitsOneTilePerCta);
 
+/// Whether persistent CTAs can do for `problem` anything that one tile per CTA does not:
+/// walk more tiles than one wave holds (the next tile's loads then overlap an epilogue) or
+/// split a partial wave along K. False when the tiles (every batch) fit one CTA per SM and
+/// no split can happen: the K extent is too short for two parts, the split tail is off, or
+/// one CTA fills an SM's shared memory (`limits`) and half the SMs cannot hold the tiles.
+/// The one-tile kernel, free of the persistent loop and its per-warpgroup C passes, is the
+/// faster there (H200: 1376x80x216 bf16 7.3 -> 7.7 TFLOP/s, 256x4096x4096 +1-2 %).
+bool persistent_pays_off(const KernelSpec& spec, const Problem& problem, long long sms, const DeviceLimits& limits,
+                         bool split_tail);
+
 /// CTAs the kernel is launched with along the grid's x axis for an M x N problem (per
 /// batch): the tiles, plus on the wgmma path with clusters of two a CTA past the last
 /// row of tiles for each column when the row count is odd.
