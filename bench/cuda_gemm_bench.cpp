@@ -463,6 +463,19 @@ void run_ab(const Args& args) {
     write_file(args.out / "ab.md", md.str());
 }
 
+// The integer after option argv[i] into `value` (and i past it), or one error line and false
+// when it is missing or below `least`.
+bool int_value(int argc, char** argv, int& i, int least, const char* want, int& value) {
+    const int n = i + 1 < argc ? std::atoi(argv[i + 1]) : 0;
+    if (n < least) {
+        std::fprintf(stderr, "error: %s: want %s\n", argv[i], want);
+        return false;
+    }
+    value = n;
+    ++i;
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -482,13 +495,7 @@ int main(int argc, char** argv) {
         else if (a == "--no-split-tail")
             args.split_tail = false;
         else if (a == "--max-splits") {
-            const int n = i + 1 < argc ? std::atoi(argv[i + 1]) : 0;
-            if (n < 2) {
-                std::fprintf(stderr, "error: --max-splits: want an integer >= 2\n");
-                return 2;
-            }
-            args.max_splits = n;
-            ++i;
+            if (!int_value(argc, argv, i, 2, "an integer >= 2", args.max_splits)) return 2;
         }
         else if (a == "--cluster" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "2"))
             args.cluster = std::stoi(argv[++i]);
@@ -505,13 +512,7 @@ int main(int argc, char** argv) {
         else if (a == "--warm-l2")
             args.warm_l2 = true;
         else if (a == "--settle-us") {
-            const int us = i + 1 < argc ? std::atoi(argv[i + 1]) : 0;
-            if (us < 1) {
-                std::fprintf(stderr, "error: --settle-us: want a number of microseconds >= 1\n");
-                return 2;
-            }
-            args.settle_us = us;
-            ++i;
+            if (!int_value(argc, argv, i, 1, "a number of microseconds >= 1", args.settle_us)) return 2;
         }
         else if (args.mode.empty() && a[0] != '-')
             args.mode = a;
