@@ -194,10 +194,11 @@ TilePlan split_k_plan(long long tiles, long long k_tiles, long long sms, int min
 /// Whether persistent CTAs can do for `problem` anything that one tile per CTA does not:
 /// walk more tiles than one wave holds (the next tile's loads then overlap an epilogue) or
 /// split a partial wave along K. False when the tiles (every batch) fit one CTA per SM and
-/// no split can happen: the K extent is too short for two parts, the split tail is off, or
-/// one CTA fills an SM's shared memory (`limits`) and half the SMs cannot hold the tiles.
-/// The one-tile kernel, free of the persistent loop and its per-warpgroup C passes, is the
-/// faster there (H200: 1376x80x216 bf16 7.3 -> 7.7 TFLOP/s, 256x4096x4096 +1-2 %).
+/// no split can happen: K is too short for two parts, the split tail is off, or a CTA
+/// takes over half an SM's shared memory (`limits`) while the tiles outnumber half the
+/// SMs. The one-tile kernel, free of the persistent loop and its per-warpgroup C passes,
+/// is the faster there (H200: 1376x80x216 bf16 7.3-7.5 -> 7.6-7.8 TFLOP/s, 256x4096x4096
+/// +1-2 %).
 bool persistent_pays_off(const KernelSpec& spec, const Problem& problem, long long sms, const DeviceLimits& limits,
                          bool split_tail);
 
