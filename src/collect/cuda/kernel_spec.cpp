@@ -230,13 +230,13 @@ bool persistent_pays_off(const KernelSpec& s, const Problem& problem, long long 
     const auto& shape = problem.shape;
     const long long tiles = grid_ctas(s, shape.M, shape.N) * shape.B;
     if (tiles > sms) return true;
-    const long long k_tiles = (shape.K + s.block_k - 1) / s.block_k;
-    if (!split_tail || k_tiles / kMinKTilesPerSplit < 2) return false;
-    // plan_tiles splits when the CTA slots hold twice the tiles; the occupancy is known only
-    // once the kernel is loaded, but one CTA per SM is certain when it takes over half the
-    // shared memory.
+    // Whether the launch's plan_tiles would split. The occupancy is known only once the
+    // kernel is loaded, but one CTA per SM is certain when it takes over half the shared
+    // memory; else assume room for every part.
     const bool one_cta_per_sm = 2 * shared_bytes(s) > limits.max_shared_bytes;
-    return !(one_cta_per_sm && 2 * tiles > sms);
+    const long long capacity = one_cta_per_sm ? sms : tiles * max_tail_splits(s);
+    const long long k_tiles = (shape.K + s.block_k - 1) / s.block_k;
+    return plan_tiles(tiles, k_tiles, capacity, split_tail, kMinKTilesPerSplit, max_tail_splits(s)).splits > 1;
 }
 
 int max_tail_splits(const KernelSpec& s) {
