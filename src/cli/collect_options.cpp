@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 #include <iostream>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -83,6 +84,18 @@ void add_measurement_options(CLI::App& cmd, CollectCliOptions& o) {
         ->capture_default_str();
     cmd.add_option("--devices", o.devices,
                    "Measure with one worker process per device: 0,1,... or all (on cpu: that many workers)");
+    cmd.add_option("--backend", o.backend,
+                   "cpu, native (the built-in CUDA kernels) or inductor (Inductor's Triton templates in a Python "
+                   "worker); default: cpu on --device cpu, else inductor when --python has torch and triton, "
+                   "else native")
+        ->check(CLI::IsMember({"cpu", "native", "inductor"}));
+    cmd.add_option("--python", o.python, "Python interpreter that runs the inductor backend's worker")
+        ->capture_default_str();
+    cmd.add_option("--worker-timeout", o.worker_timeout_s,
+                   "Inductor backend: seconds one problem may take before its worker is replaced")
+        ->capture_default_str();
+    cmd.add_option("--inductor-worker", o.inductor_worker, "Inductor worker command line (tests)")
+        ->group("");  // hidden from --help
     cmd.add_option("--diode-layout", o.diode_layout, "torch-diode dataset layout to write")
         ->check(CLI::IsMember({"current", "legacy"}))
         ->capture_default_str();
@@ -128,9 +141,81 @@ collect::CollectOptions to_collect_options(const CollectCliOptions& o, const Glo
     return c;
 }
 
+namespace {
+
+// Runs the collection and prints the statistics and the summary (the summary on Ctrl-C too).
+template <typename Run>
+int run_and_report(Run&& run) {
+    collect::InterruptHandlerScope interrupt_handler;
+    collect::CollectionSummary summary;
+    try {
+        summary = run();
+    } catch (const collect::CollectionInterrupted& e) {
+        std::cout << collect::format_summary(e.summary());
+        throw;
+    } catch (const collect::CollectionFaulted& e) {
+        std::cout << collect::format_summary(e.summary());
+        throw;
+    }
+    const std::string source = summary.files.empty() ? std::string("(in memory)") : summary.files.front().string();
+    std::cout << core::format_stats_text(core::compute_stats(summary.dataset), source);
+    std::cout << collect::format_summary(summary);
+    return core::kExitOk;
+}
+
+// The inductor backend: its Python worker isolates faults, so it measures in this process,
+// or with --devices in one collect-worker per device (each with its own Python worker).
+int run_inductor_collection(const CollectCliOptions& o, const collect::CollectOptions& options,
+                            const GlobalOptions& global, const collect::BackendSelection& selection) {
+    auto inductor = to_inductor_options(o.python, o.worker_timeout_s, o.inductor_worker, 0);
+    collect::WorkerPoolOptions pool;
+    if (!o.devices.empty()) {
+        pool.devices = collect::parse_devices(o.devices, collect::device_count("cuda"));
+        if (!options.trace_dir.empty()) {
+            throw core::InputError("--trace-dir", "is not available with --devices (trace one device at a time)");
+        }
+        inductor.device_index = pool.devices.front();
+        pool.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--device", "cuda",
+                        "--log-level", global.log_level, "collect-worker", "--backend", "inductor",
+                        "--python", o.python, "--worker-timeout", std::to_string(o.worker_timeout_s)};
+        if (!o.inductor_worker.empty()) {
+            pool.command.push_back("--inductor-worker");
+            pool.command.push_back(o.inductor_worker);
+        }
+    }
+    collect::InductorBackend backend(inductor);
+    collect::plan_collection(options, backend);
+    spdlog::info("backend: {} ({})", selection.backend, selection.reason);
+    spdlog::info("measuring on {} ({})", backend.hardware_name(), backend.name());
+    const auto progress = collect::make_progress(o.quiet);
+    if (pool.devices.empty()) {
+        return run_and_report([&] { return collect::run_collection(options, backend, progress.get()); });
+    }
+    // The parent only plans: its worker said hello (hardware, versions) and ends.
+    backend.stop_worker();
+    return run_and_report([&] { return collect::run_worker_collection(options, backend, pool, progress.get()); });
+}
+
+}  // namespace
+
+collect::InductorBackendOptions to_inductor_options(const std::string& python, int worker_timeout_s,
+                                                    const std::string& worker_command, int device_index) {
+    collect::InductorBackendOptions inductor;
+    inductor.python = python;
+    inductor.worker_timeout_s = worker_timeout_s;
+    inductor.device_index = device_index;
+    std::istringstream words(worker_command);
+    for (std::string word; words >> word;) inductor.worker_command.push_back(word);
+    if (worker_timeout_s < 1) throw core::InputError("--worker-timeout", "must be at least 1 second");
+    return inductor;
+}
+
 int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global) {
     const auto options = to_collect_options(o, global);
-    const std::string device = resolved_device(global);
+    if (o.worker_timeout_s < 1) throw core::InputError("--worker-timeout", "must be at least 1 second");
+    const collect::BackendSelection selection = collect::select_backend(o.backend, global.device, o.python);
+    if (selection.backend == "inductor") return run_inductor_collection(o, options, global, selection);
+    const std::string device = selection.device;
     collect::WorkerPoolOptions pool;
     if (!o.devices.empty()) {
         pool.devices = collect::parse_devices(o.devices, collect::device_count(device));
@@ -158,29 +243,18 @@ int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global)
                                     : collect::make_planning_backend(device, pool.devices.front());
     // Bad input is reported alone, before anything else is printed or measured.
     collect::plan_collection(options, *backend);
-    if (in_process && device == "cuda") {
+    spdlog::info("backend: {} ({})", selection.backend, selection.reason);
+    if (in_process && selection.backend == "native") {
         spdlog::warn("--trace-dir keeps the CUDA backend in this process: a kernel fault ends the collection "
                      "(finished problems are saved)");
     }
     spdlog::info("measuring on {} ({})", backend->hardware_name(), backend->name());
 
-    collect::InterruptHandlerScope interrupt_handler;
     const auto progress = collect::make_progress(o.quiet);
-    collect::CollectionSummary summary;
-    try {
-        summary = in_process ? collect::run_collection(options, *backend, progress.get())
-                             : collect::run_worker_collection(options, *backend, pool, progress.get());
-    } catch (const collect::CollectionInterrupted& e) {
-        std::cout << collect::format_summary(e.summary());
-        throw;
-    } catch (const collect::CollectionFaulted& e) {
-        std::cout << collect::format_summary(e.summary());
-        throw;
-    }
-    const std::string source = summary.files.empty() ? std::string("(in memory)") : summary.files.front().string();
-    std::cout << core::format_stats_text(core::compute_stats(summary.dataset), source);
-    std::cout << collect::format_summary(summary);
-    return core::kExitOk;
+    return run_and_report([&] {
+        return in_process ? collect::run_collection(options, *backend, progress.get())
+                          : collect::run_worker_collection(options, *backend, pool, progress.get());
+    });
 }
 
 }  // namespace mmt::cli

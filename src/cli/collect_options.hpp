@@ -11,6 +11,7 @@
 
 #include "command.hpp"
 #include "matmul_toolkit/collect/engine.hpp"
+#include "matmul_toolkit/collect/inductor_backend.hpp"
 
 namespace mmt::cli {
 
@@ -49,6 +50,10 @@ struct CollectCliOptions {
     int shard_index = 0;
     int num_shards = 1;
     std::string devices;  ///< --devices: empty runs in this process
+    std::string backend;  ///< --backend cpu|native|inductor; empty: the default rule
+    std::string python = "python3";  ///< --python: the inductor worker's interpreter
+    int worker_timeout_s = 900;      ///< --worker-timeout
+    std::string inductor_worker;     ///< hidden --inductor-worker: replaces the worker command (tests)
     std::string diode_layout = "current";
     std::string trace_dir;
     bool quiet = false;
@@ -64,11 +69,15 @@ void add_shapeset_options(CLI::App& cmd, CollectCliOptions& options, bool requir
 /// --output, search space and mode, --configs, timing, chunking, traces, --quiet.
 void add_measurement_options(CLI::App& cmd, CollectCliOptions& options);
 
+/// The inductor backend's options from --python, --worker-timeout and --inductor-worker.
+collect::InductorBackendOptions to_inductor_options(const std::string& python, int worker_timeout_s,
+                                                    const std::string& worker_command, int device_index);
+
 /// The library options these flags mean.
 collect::CollectOptions to_collect_options(const CollectCliOptions& options,
                                            const GlobalOptions& global);
 
-/// Runs the collection on the --device backend with a progress bar and Ctrl-C handling,
+/// Runs the collection on the --backend / --device backend with a progress bar and Ctrl-C handling,
 /// then prints the dataset statistics and the collection summary.
 int run_collect_command(const CollectCliOptions& options, const GlobalOptions& global);
 

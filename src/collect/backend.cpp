@@ -1,5 +1,7 @@
 #include "matmul_toolkit/collect/backend.hpp"
 
+#include "matmul_toolkit/core/error.hpp"
+
 namespace mmt::collect {
 
 std::string Problem::op_key() const { return core::op_key(op, layout); }
@@ -22,6 +24,11 @@ std::array<std::int64_t, 3> Problem::b_stride() const {
 double Problem::flops() const {
     return 2.0 * static_cast<double>(shape.B) * static_cast<double>(shape.M) *
            static_cast<double>(shape.N) * static_cast<double>(shape.K);
+}
+
+std::vector<Backend::BatchEntry> Backend::measure_batch(const Problem&, const std::vector<core::GemmConfig>&,
+                                                        const std::string&, bool, const TimingOptions&) {
+    throw core::Error(name() + " backend", "does not measure in batches (time() per config)");
 }
 
 }  // namespace mmt::collect

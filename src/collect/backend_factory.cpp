@@ -7,6 +7,7 @@
 
 #include "matmul_toolkit/build_config.hpp"
 #include "matmul_toolkit/collect/cpu_backend.hpp"
+#include "matmul_toolkit/collect/inductor_backend.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
 #if MMT_WITH_CUDA
@@ -75,6 +76,40 @@ std::unique_ptr<Backend> make_planning_backend(const std::string& device, int de
 #endif
     (void)device_index;
     return std::make_unique<CpuBackend>();
+}
+
+BackendSelection select_backend(const std::string& requested, const std::string& device_flag,
+                                const std::string& python) {
+    if (requested.empty()) {
+        if (device_flag == "cpu") return {"cpu", "cpu", "--device cpu"};
+        if (device_flag.empty() && !cuda_device_available()) return {"cpu", "cpu", "no usable CUDA device"};
+        std::string why;
+        if (inductor_python_usable(python, &why)) return {"inductor", "cuda", python + ": " + why};
+        check_device("cuda");
+        return {"native", "cuda", python + ": " + why};
+    }
+    if (requested == "cpu") {
+        if (device_flag == "cuda") throw core::InputError("--backend", "cpu: contradicts --device cuda");
+        return {"cpu", "cpu", "--backend cpu"};
+    }
+    if (requested == "native") {
+        if (device_flag == "cpu") {
+            throw core::InputError("--backend", "native: the CUDA backend needs a GPU, not --device cpu (use --backend cpu)");
+        }
+        if (!cuda_device_available()) {
+            throw core::InputError("--backend", "native: no usable CUDA device (driver missing, no GPU or a build "
+                                                "without the CUDA backend); use --backend cpu");
+        }
+        return {"native", "cuda", "--backend native"};
+    }
+    if (requested == "inductor") {
+        if (device_flag == "cpu") {
+            throw core::InputError("--backend", "inductor: measures on a GPU, not --device cpu (use --backend cpu)");
+        }
+        // Whether torch sees a GPU is the worker's hello to say.
+        return {"inductor", "cuda", "--backend inductor"};
+    }
+    throw core::InputError("--backend", "unknown backend '" + requested + "' (expected cpu, native or inductor)");
 }
 
 }  // namespace mmt::collect

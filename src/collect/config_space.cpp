@@ -135,9 +135,12 @@ bool is_reference_config(const core::GemmConfig& config) {
 
 std::string describe_config(const core::GemmConfig& c) {
     if (is_reference_config(c)) return c.name;
-    return std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" +
-           std::to_string(c.block_k) + " g" + std::to_string(c.group_m) + " s" +
-           std::to_string(c.num_stages) + " w" + std::to_string(c.num_warps);
+    std::string label = std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" +
+                        std::to_string(c.block_k) + " g" + std::to_string(c.group_m) + " s" +
+                        std::to_string(c.num_stages) + " w" + std::to_string(c.num_warps);
+    // Inductor's persistent TMA template may run the same tile as its mm template.
+    if (c.name.find("persistent_tma") != std::string::npos) label += " tma";
+    return label;
 }
 
 }  // namespace mmt::collect

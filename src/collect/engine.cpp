@@ -151,6 +151,12 @@ std::string utc_timestamp() {
     return text;
 }
 
+// A batch entry's error is counted by its category: the text before the first ':'.
+std::string error_category(const std::string& error) {
+    const auto colon = error.find(':');
+    return error.empty() ? std::string("failed") : error.substr(0, colon);
+}
+
 core::OrderedJson timing_document(const Timing& t, int warmup) {
     core::OrderedJson doc;
     doc["median_ms"] = t.median_ms;
@@ -217,7 +223,7 @@ core::OrderedJson run_metadata(const CollectOptions& options, const CollectionPl
     run["allow_tf32"] = options.allow_tf32;
     run["warmup"] = plan.timing.warmup;
     run["repeat"] = plan.timing.repeat;
-    run["statistic"] = "median";
+    run["statistic"] = backend.statistic();
     run["seed"] = options.seed;
     if (!options.problems.empty()) {
         run["source"] = "problem list";
@@ -240,6 +246,12 @@ core::OrderedJson run_metadata(const CollectOptions& options, const CollectionPl
         }
     }
     if (!options.shard.is_whole()) run["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
+    const auto environment = backend.environment();
+    if (!environment.empty()) {
+        core::OrderedJson env = core::OrderedJson::object();
+        for (const auto& [key, value] : environment) env[key] = value;
+        run["environment"] = std::move(env);
+    }
     run["collected_at"] = utc_timestamp();
     return run;
 }
@@ -349,8 +361,87 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
             return !summary.interrupted && !interrupt_requested();
         };
 
+        // A backend that measures whole problems (Inductor) answers once for all configs;
+        // each entry is then counted as time_one() counts a config.
+        auto time_batch = [&](const std::vector<core::GemmConfig>& kept) -> bool {
+            const core::GemmConfig reference = reference_config(problem);
+            const bool with_reference = options.time_reference && skip.count(describe_config(reference)) == 0;
+            const std::string own_space =
+                options.configs_file.empty() ? search_space_name(options.search_space) : std::string();
+            const double batch_start = seconds_between(start, Clock::now()) * 1e6;
+            std::vector<Backend::BatchEntry> entries;
+            try {
+                entries = backend.measure_batch(problem, kept, own_space, with_reference, plan.timing);
+            } catch (const core::Interrupted&) {
+                summary.interrupted = true;
+                return false;
+            } catch (const std::exception& e) {
+                const double batch_end = seconds_between(start, Clock::now()) * 1e6;
+                trace.add_failure("batch", batch_start, batch_end, e.what());
+                summary.configs_considered += kept.size();
+                for (const auto& config : kept) {
+                    if (skip.count(describe_config(config)) != 0) continue;
+                    ++summary.failed[e.what()];
+                    ++failed_here;
+                }
+                if (with_reference) ++summary.reference_failed[e.what()];
+                refresh_rates(finished);
+                return !interrupt_requested();
+            }
+            // The batch's calls are drawn back to back from its start, each as long as its runs.
+            double cursor = batch_start;
+            for (const auto& entry : entries) {
+                const std::string label = describe_config(entry.config);
+                if (skip.count(label) != 0) continue;
+                if (!entry.reference) ++summary.configs_considered;
+                attempted.push_back(label);
+                if (entry.timing) {
+                    const Timing& timing = *entry.timing;
+                    double span_ms = 0.0;
+                    for (const double sample : timing.samples_ms) span_ms += sample;
+                    if (span_ms <= 0.0) span_ms = timing.median_ms;
+                    trace.add_timing(label, cursor, cursor + span_ms * 1e3, timing);
+                    cursor += span_ms * 1e3;
+                    result.timed_configs.push_back({entry.config, timing.median_ms, 1});
+                    // The dataset keeps the backend's statistic (Inductor's minimum); the
+                    // sidecar describes the runs themselves, and that statistic as time_ms.
+                    Timing runs = timing;
+                    if (!runs.samples_ms.empty()) summarize_samples(runs);
+                    problem_meta[label] = timing_document(runs, plan.timing.warmup);
+                    problem_meta[label]["time_ms"] = timing.median_ms;
+                    if (entry.reference) {
+                        ++summary.references_timed;
+                        char text[64];
+                        std::snprintf(text, sizeof text, "%s %.4f ms", entry.config.name.c_str(), timing.median_ms);
+                        reference_line = text;
+                    } else {
+                        ++summary.configs_timed;
+                    }
+                } else {
+                    trace.add_failure(label, cursor, cursor, entry.error);
+                    const std::string reason = error_category(entry.error);
+                    spdlog::debug("{}: {}: {}", state.current, label, entry.error);
+                    if (entry.reference) {
+                        ++summary.reference_failed[reason];
+                    } else {
+                        ++summary.failed[reason];
+                        ++failed_here;
+                    }
+                }
+            }
+            refresh_rates(finished);
+            sink.on_config(state);
+            return true;
+        };
+
         bool completed = fault_what.empty();
-        if (completed) {
+        if (completed && backend.measures_in_batches()) {
+            const auto configs = specialize_configs(configs_of(plan, problem.op), problem, options.allow_tf32);
+            const PruneResult pruned = backend.prune(configs, problem);
+            for (const auto& p : pruned.pruned) ++summary.pruned[p.reason];
+            pruned_here = pruned.pruned.size();
+            completed = time_batch(pruned.kept);
+        } else if (completed) {
             const auto configs = specialize_configs(configs_of(plan, problem.op), problem, options.allow_tf32);
             summary.configs_considered += configs.size();
             const PruneResult pruned = backend.prune(configs, problem);

@@ -105,6 +105,9 @@ TEST(ReferenceConfig, IsNamedAsInductorsExternChoice) {
     EXPECT_FALSE(is_reference_config(specialize_config(default_configs()[0], p, false)));
     EXPECT_EQ(describe_config(ref), "aten_bmm");
     EXPECT_EQ(describe_config(default_configs()[7]), "64x64x64 g8 s3 w8");
+    auto tma = default_configs()[7];
+    tma.name = "mm_persistent_tma_config";  // Inductor's persistent TMA template, same tile
+    EXPECT_EQ(describe_config(tma), "64x64x64 g8 s3 w8 tma");
 }
 
 TEST(SearchSpaceNames, ParseInAnyCaseAndRejectUnknownNames) {

@@ -474,5 +474,96 @@ TEST_F(Engine, ADeviceFaultSavesFinishedProblemsAndCarriesThePartialOne) {
     }
 }
 
+// A backend that measures whole problems: its own two configs (the second fails) and the
+// reference, or a whole-problem failure when `fail_all` is set.
+class BatchBackend final : public Backend {
+public:
+    std::string name() const override { return "batch"; }
+    std::string hardware_name() const override { return "batch hw"; }
+    std::vector<std::string> supported_dtypes() const override { return {"float32"}; }
+    std::vector<std::string> supported_ops() const override { return {"mm", "addmm", "bmm"}; }
+    PruneResult prune(const std::vector<core::GemmConfig>& configs, const Problem&) const override {
+        return {configs, {}};
+    }
+    void prepare(const Problem&, std::uint64_t) override {}
+    Timing time(const Problem&, const core::GemmConfig&, const TimingOptions&) override {
+        throw core::Error("batch", "time() called");
+    }
+    Timing time_reference(const Problem&, const TimingOptions&) override { throw core::Error("batch", "called"); }
+    double timed_kernel_seconds() const override { return 0.0; }
+    bool measures_in_batches() const override { return true; }
+    std::vector<BatchEntry> measure_batch(const Problem& problem, const std::vector<core::GemmConfig>& kept,
+                                          const std::string& own_space, bool with_reference,
+                                          const TimingOptions&) override {
+        spaces.push_back(own_space);
+        kept_sizes.push_back(kept.size());
+        if (fail_all) throw core::Error("worker died", "exited with code 1");
+        std::vector<BatchEntry> entries(2);
+        entries[0].config = kept.front();
+        entries[0].config.block_m = 128;
+        entries[0].timing = Timing{0.5, 0.4, 0.7, {0.4, 0.5, 0.7}, {}};
+        entries[1].config = kept.front();
+        entries[1].error = "wrong result: off by 1";
+        if (with_reference) {
+            BatchEntry reference;
+            reference.config = reference_config(problem);
+            reference.reference = true;
+            reference.timing = Timing{0.3, 0.3, 0.3, {0.3}, {}};
+            entries.push_back(reference);
+        }
+        return entries;
+    }
+    std::vector<std::pair<std::string, std::string>> environment() const override { return {{"tool", "1.0"}}; }
+
+    bool fail_all = false;
+    std::vector<std::string> spaces;
+    std::vector<std::size_t> kept_sizes;
+};
+
+TEST_F(Engine, ABatchBackendsEntriesAreCountedLikeTimedConfigs) {
+    BatchBackend backend;
+    auto o = tiny(2);
+    o.output = path("d.json");
+    const auto summary = run_collection(o, backend);
+    EXPECT_EQ(backend.spaces, (std::vector<std::string>{"DEFAULT", "DEFAULT"}));
+    EXPECT_EQ(summary.configs_considered, 4u);  // the entries returned, not the 20 offered
+    EXPECT_EQ(summary.configs_timed, 2u);
+    EXPECT_EQ(summary.references_timed, 2u);
+    EXPECT_EQ(summary.failed, (std::map<std::string, std::size_t>{{"wrong result", 2}}));
+    EXPECT_EQ(summary.dataset.num_timings(), 4u);
+    for (const auto& entry : summary.dataset.to_table()) {
+        for (const auto& tc : entry.sorted_configs) {
+            EXPECT_DOUBLE_EQ(tc.time_ms, is_reference_config(tc.config) ? 0.3 : 0.5);
+        }
+    }
+    const auto meta = core::load_meta_sidecar(path("d.json"));
+    EXPECT_EQ(meta["run"]["environment"]["tool"], "1.0");
+    for (const auto& [key, configs] : meta["problems"].items()) {
+        ASSERT_EQ(configs.size(), 2u) << configs.dump();  // the timed config and aten_mm/addmm/bmm
+        for (const auto& [label, doc] : configs.items()) {
+            EXPECT_DOUBLE_EQ(doc["max_ms"].get<double>(), label.rfind("aten_", 0) == 0 ? 0.3 : 0.7) << label;
+        }
+    }
+}
+
+TEST_F(Engine, ABatchThatFailsCountsEveryKeptConfigAndTheRunGoesOn) {
+    BatchBackend backend;
+    backend.fail_all = true;
+    auto o = tiny(2);
+    o.configs_file = fs::path(MMT_TEST_DATA_DIR) / "solution_flat.json";
+    const auto summary = run_collection(o, backend);
+    EXPECT_EQ(backend.spaces, (std::vector<std::string>{"", ""}));  // exactly the file's configs
+    EXPECT_EQ(summary.problems_empty, 2u);
+    EXPECT_EQ(summary.failed.at("worker died: exited with code 1"), backend.kept_sizes[0] + backend.kept_sizes[1]);
+    EXPECT_EQ(summary.reference_failed.at("worker died: exited with code 1"), 2u);
+}
+
+TEST_F(Engine, AnUnbatchedBackendsSidecarHasNoEnvironment) {
+    auto o = tiny(1);
+    o.output = path("d.json");
+    run_collection(o, m_backend);
+    EXPECT_FALSE(core::load_meta_sidecar(path("d.json"))["run"].contains("environment"));
+}
+
 }  // namespace
 }  // namespace mmt::collect

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "matmul_toolkit/core/types.hpp"
@@ -78,9 +80,17 @@ using ConfigsForProblem = std::function<std::vector<core::GemmConfig>(const Prob
 
 class Backend {
 public:
+    /// One result of measure_batch(): a config (or the reference) and its timing or error.
+    struct BatchEntry {
+        core::GemmConfig config;
+        bool reference = false;         ///< the vendor-library entry (reference_config())
+        std::optional<Timing> timing;   ///< set when it was timed
+        std::string error;              ///< set when it failed ("category: detail")
+    };
+
     virtual ~Backend() = default;
 
-    /// "cpu" or "cuda".
+    /// "cpu", "cuda" or "inductor".
     virtual std::string name() const = 0;
     /// The hardware name written into datasets (GPU name as PyTorch reports it, or the
     /// CPU model from /proc/cpuinfo).
@@ -122,6 +132,28 @@ public:
 
     /// Seconds spent inside timed kernel runs since construction (for overhead reports).
     virtual double timed_kernel_seconds() const = 0;
+
+    /// True when the engine must call measure_batch() once per problem instead of time()
+    /// per config (a backend that decides and measures a problem's configs itself).
+    virtual bool measures_in_batches() const { return false; }
+
+    /// Measures the prepared problem in one go: `own_space` "DEFAULT" / "EXHAUSTIVE" lets
+    /// the backend pick its own configs of that space (`kept_configs` is then advisory),
+    /// "" measures exactly `kept_configs`. With `with_reference` the vendor-library entry
+    /// is among the results. Per-config failures are entries with an error; throws when the
+    /// whole problem failed (core::Interrupted on Ctrl-C). The default throws core::Error.
+    virtual std::vector<BatchEntry> measure_batch(const Problem& problem,
+                                                  const std::vector<core::GemmConfig>& kept_configs,
+                                                  const std::string& own_space, bool with_reference,
+                                                  const TimingOptions& options);
+
+    /// Name/value pairs describing the measuring software (e.g. python, torch, triton
+    /// versions), written to the sidecar's run object as "environment". Default: none.
+    virtual std::vector<std::pair<std::string, std::string>> environment() const { return {}; }
+
+    /// What Timing.median_ms (the dataset's time) holds, for the sidecar: "median" unless a
+    /// backend records another statistic of its runs.
+    virtual std::string statistic() const { return "median"; }
 };
 
 }  // namespace mmt::collect

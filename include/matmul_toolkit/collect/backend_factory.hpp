@@ -1,6 +1,7 @@
 #pragma once
-/// Picks a backend by device name. The CUDA backend exists only when the project was
-/// built with MMT_WITH_CUDA; at run time it needs a driver and a GPU.
+/// Picks a backend by device name, or by --backend (cpu, native, inductor). The CUDA
+/// (native) backend exists only when the project was built with MMT_WITH_CUDA; at run time
+/// it needs a driver and a GPU. The inductor backend needs a GPU only in its Python worker.
 
 #include <memory>
 #include <string>
@@ -23,5 +24,20 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int device_inde
 /// A backend for plan_collection() and the worker pool's parent: on CUDA it holds no
 /// context and measures nothing (its measuring calls throw); on the CPU it is the CPU backend.
 std::unique_ptr<Backend> make_planning_backend(const std::string& device, int device_index = 0);
+
+/// What --backend resolves to: "cpu", "native" or "inductor", the device it measures on
+/// ("cpu" or "cuda") and why it was chosen (for the log).
+struct BackendSelection {
+    std::string backend;
+    std::string device;
+    std::string reason;
+};
+
+/// Resolves --backend (`requested`, empty when unset) against --device (`device_flag`,
+/// empty when unset). Unset: cpu on --device cpu (or without a GPU); on a GPU inductor when
+/// inductor_python_usable(python), else native. Throws core::InputError("--backend", ...)
+/// on an unknown backend or one that contradicts --device or the machine.
+BackendSelection select_backend(const std::string& requested, const std::string& device_flag,
+                                const std::string& python);
 
 }  // namespace mmt::collect

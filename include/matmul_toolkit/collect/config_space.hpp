@@ -57,7 +57,8 @@ core::GemmConfig reference_config(const Problem& problem);
 /// True for entries reference_config() makes (name starts with "aten_").
 bool is_reference_config(const core::GemmConfig& config);
 
-/// A short label for logs and traces: "64x64x32 g8 s2 w4", or the name for references.
+/// A short label for logs and traces: "64x64x32 g8 s2 w4" (" tma" added for Inductor's
+/// persistent TMA template), or the name for references.
 std::string describe_config(const core::GemmConfig& config);
 
 }  // namespace mmt::collect

@@ -1,0 +1,107 @@
+#pragma once
+/// The Inductor backend: each problem is measured by a Python worker process
+/// (`python3 -m matmul_toolkit_inductor.worker`, python/matmul_toolkit_inductor/) that runs
+/// PyTorch Inductor's own Triton GEMM templates with the configs Inductor itself picks for
+/// the shape (or exactly a solution file's), plus Inductor's ATen choice as the reference.
+/// The protocol is docs/inductor_worker_protocol.md. This side owns problems, files,
+/// resume and progress; a worker that dies or hangs is replaced and its problem failed.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "matmul_toolkit/collect/backend.hpp"
+
+namespace mmt::collect {
+
+namespace detail {
+class ChildProcess;
+}
+
+/// The protocol version this binary speaks.
+inline constexpr int kInductorProtocol = 1;
+
+struct InductorBackendOptions {
+    std::string python = "python3";     ///< interpreter that runs the worker (--python)
+    std::filesystem::path package_dir;  ///< folder holding matmul_toolkit_inductor/; empty: find_inductor_package()
+    int device_index = 0;               ///< CUDA device the worker measures on
+    int worker_timeout_s = 900;         ///< --worker-timeout: longest one problem may take
+    int hello_timeout_s = 120;          ///< longest the worker may take to start (import torch)
+    /// Replaces `<python> -m matmul_toolkit_inductor.worker` (tests: a fake worker).
+    std::vector<std::string> worker_command;
+};
+
+/// The first folder holding matmul_toolkit_inductor/worker.py among: $MMT_INDUCTOR_PYTHONPATH,
+/// <binary's folder>/python, <binary's folder>/../share/matmul_toolkit/python, the source
+/// tree's python/. Empty when none does.
+std::filesystem::path find_inductor_package();
+
+/// True when `python` imports torch >= 2.9 and triton and sees a CUDA device (checked in a
+/// child process, 60 s at most). `why`: the versions found, or what is missing.
+bool inductor_python_usable(const std::string& python, std::string* why = nullptr);
+
+class InductorBackend final : public Backend {
+public:
+    /// Starts the worker and reads its hello. Throws core::InputError("--backend",
+    /// "inductor: <python>: ...") when the worker can't start or answers an error.
+    explicit InductorBackend(InductorBackendOptions options);
+    ~InductorBackend() override;
+
+    std::string name() const override { return "inductor"; }
+    std::string hardware_name() const override { return m_hardware; }
+    std::vector<std::string> supported_dtypes() const override { return {"float16", "bfloat16", "float32"}; }
+    std::vector<std::string> supported_ops() const override { return {"mm", "addmm", "bmm"}; }
+    CollectionDefaults collection_defaults() const override;
+
+    /// Keeps every config: Inductor filters its own.
+    PruneResult prune(const std::vector<core::GemmConfig>& configs, const Problem& problem) const override;
+    /// Only remembers the operand seed for the next measure_batch().
+    void prepare(const Problem& problem, std::uint64_t seed) override;
+    /// Throw: this backend measures whole problems (measure_batch).
+    Timing time(const Problem& problem, const core::GemmConfig& config, const TimingOptions& options) override;
+    Timing time_reference(const Problem& problem, const TimingOptions& options) override;
+    double timed_kernel_seconds() const override { return m_timed_seconds; }
+
+    bool measures_in_batches() const override { return true; }
+    /// One `measure` request. Entry names: mm_config / addmm_config / bmm_config for
+    /// Inductor's mm and bmm templates, <op>_persistent_tma_config for its persistent TMA
+    /// template, reference_config() for ATen. Timing.median_ms is Inductor's time_ms (the
+    /// minimum it ranks by); samples, min and max are its timed runs. Throws core::Error
+    /// "worker died: ..." / "worker timed out after N s" (the worker is replaced, 3 times
+    /// at most), "inductor worker: ..." for a problem the worker refused, core::Interrupted
+    /// on Ctrl-C (the worker is killed).
+    std::vector<BatchEntry> measure_batch(const Problem& problem, const std::vector<core::GemmConfig>& kept_configs,
+                                          const std::string& own_space, bool with_reference,
+                                          const TimingOptions& options) override;
+    /// python_executable, and the python, torch and triton versions the worker reported.
+    std::vector<std::pair<std::string, std::string>> environment() const override;
+    /// "min": the dataset's time is Inductor's benchmarker's (the fastest of its runs).
+    std::string statistic() const override { return "min"; }
+
+    /// Ends the worker process (a planning-only backend keeps what its hello said); the
+    /// next measure_batch() starts a fresh one.
+    void stop_worker();
+    /// Workers started again after one died or hung.
+    int restarts() const { return m_restarts; }
+
+private:
+    void start_worker();
+    std::string worker_label() const;
+
+    InductorBackendOptions m_options;
+    std::unique_ptr<detail::ChildProcess> m_worker;
+    std::string m_hardware;
+    std::vector<std::pair<std::string, std::string>> m_versions;
+    std::uint64_t m_seed = 0;
+    std::int64_t m_next_id = 1;
+    int m_restarts = 0;
+    double m_timed_seconds = 0.0;
+};
+
+/// Inductor's worker restarts per backend before measure_batch() gives up on the worker.
+inline constexpr int kInductorMaxRestarts = 3;
+
+}  // namespace mmt::collect

@@ -1,0 +1,405 @@
+"""Measures one GEMM problem the way Inductor's max-autotune does.
+
+Per problem the operands are built with the problem's sizes, strides, dtype and layout
+(seeded, uniform in [0.1, 1.1]) and the op is compiled by torch.compile with max-autotune:
+Inductor builds its own Triton template choices (mm / addmm / bmm, and the persistent TMA
+template where it offers one) and the ATen choice, precompiles them in parallel, and
+benchmarks them with its own benchmarker (L2 flushed before every timed run, CUDA events).
+A feedback saver collects every choice's time. Around that, this module adds what a
+dataset needs: each choice's output is checked against a float32 torch result before its
+time counts, the benchmarker's timed runs are kept (for the spread), and compile failures
+are recorded per config. Nothing is cached across problems, so every problem is tuned anew.
+
+With `search_space` null the choices are exactly the request's configs, installed as a
+lookup table (the mechanism `use_table` and `export-lut` rely on).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional
+
+from .choices import config_from_choice, template_of
+
+# Relative error (Frobenius norm) a correct kernel stays under, by output dtype.
+TOLERANCE = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 5e-3}
+
+# A Triton compile that takes longer than this fails its config (Inductor's default: 1 h).
+PRECOMPILE_TIMEOUT_S = 300
+
+PROTOCOL_FIELDS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps",
+                   "even_k", "allow_tf32", "use_fast_accum", "acc_type")
+
+
+def config_of(choice: Any, problem: dict[str, Any]) -> dict[str, Any]:
+    """A Triton template choice's config with the protocol's field names."""
+    config = config_from_choice(choice, problem["op"], problem["K"], problem["dtype"])
+    if config is None:
+        raise ValueError(f"choice {getattr(choice, 'name', choice)!r} has no GEMM config")
+    return {field: getattr(config, field) for field in PROTOCOL_FIELDS}
+
+
+def config_key(config: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(int(config[f]) for f in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps"))
+
+
+def _relative_error(torch: Any, out: Any, ref: Any) -> float:
+    out = out.float()
+    if not bool(torch.isfinite(out).all()):
+        return math.inf
+    norm = float(torch.linalg.vector_norm(ref))
+    return float(torch.linalg.vector_norm(out - ref)) / max(norm, 1e-30)
+
+
+class _Recorder:
+    """What the patched Inductor hooks saw during one compile."""
+
+    def __init__(self) -> None:
+        self.samples: dict[int, list[float]] = {}
+        self.errors: dict[int, str] = {}
+        self.choices: dict[int, Any] = {}
+        self.timings: dict[int, float] = {}
+        self.autotuned_inputs: list[list[int]] = []
+        self.benchmark_seconds = 0.0
+        self.current: Optional[int] = None
+        self.reference: dict[int, Any] = {}
+
+
+class InductorMeasurer:
+    """One GPU, one torch; measure() per problem."""
+
+    def __init__(self, device_index: int) -> None:
+        import torch
+        import triton  # noqa: F401  (a missing Triton must fail the hello)
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no CUDA device")
+        if device_index >= torch.cuda.device_count():
+            raise RuntimeError(f"device {device_index} does not exist ({torch.cuda.device_count()} devices)")
+        torch.cuda.set_device(device_index)
+        self.torch = torch
+        self.device = torch.device("cuda", device_index)
+        self._lock = threading.Lock()
+        self._recorder: Optional[_Recorder] = None
+        self._repeat = 100
+        self._problem: dict[str, Any] = {}
+        self._shared_memory_limit = int(torch.cuda.get_device_properties(self.device).shared_memory_per_block_optin)
+        self._install_hooks()
+
+    # -- hello ---------------------------------------------------------------------------
+    def hello(self) -> dict[str, Any]:
+        import platform
+
+        import triton
+
+        torch = self.torch
+        props = torch.cuda.get_device_properties(self.device)
+        return {
+            "hardware": torch.cuda.get_device_name(self.device),
+            "sm_count": props.multi_processor_count,
+            "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                         "triton": triton.__version__, "cuda": str(torch.version.cuda)},
+        }
+
+    # -- hooks into Inductor ----------------------------------------------------------------
+    def _install_hooks(self) -> None:
+        from torch._inductor import select_algorithm
+        from torch._inductor.runtime import benchmarking
+
+        measurer = self
+        selector = select_algorithm.AlgorithmSelectorCache
+        original_benchmark_choice = selector.benchmark_choice
+        original_precompile = select_algorithm.TritonTemplateCaller.precompile
+        bench = benchmarking.benchmarker
+        original_benchmark_gpu = bench.benchmark_gpu
+
+        def benchmark_gpu(_callable: Callable[[], Any], **kwargs: Any) -> Any:
+            recorder = measurer._recorder
+            if recorder is None or recorder.current is None or kwargs.get("return_mode", "min") != "min":
+                return original_benchmark_gpu(_callable, **kwargs)
+            kwargs["return_mode"] = "all"
+            kwargs["benchmark_iters"] = measurer._repeat
+            samples = original_benchmark_gpu(_callable, **kwargs)
+            if not isinstance(samples, list):  # the Triton benchmarker knows no "all"
+                return samples
+            recorder.samples[recorder.current] = [float(s) for s in samples]
+            return min(samples)
+
+        def benchmark_choice(cls: Any, choice: Any, autotune_args: Any) -> float:
+            recorder = measurer._recorder
+            if recorder is None:
+                return original_benchmark_choice(choice, autotune_args)
+            key = id(choice)
+            recorder.choices[key] = choice
+            too_big = measurer._exceeds_shared_memory(choice)
+            if too_big:
+                # Triton refuses such a kernel only when it is launched, after a compile of
+                # ~10 s per config; the estimate is exactly the amount Triton reports.
+                recorder.errors[key] = too_big
+                return math.inf
+            recorder.current = key
+            start = time.perf_counter()
+            try:
+                timing = original_benchmark_choice(choice, autotune_args)
+            except Exception as e:
+                recorder.errors[key] = f"launch failed: {type(e).__name__}: {str(e).strip()[:200]}"
+                raise
+            finally:
+                recorder.current = None
+                recorder.benchmark_seconds += time.perf_counter() - start
+            if math.isfinite(timing):
+                wrong = measurer._check_output(choice, autotune_args, recorder)
+                if wrong:
+                    recorder.errors[key] = wrong
+                    return math.inf
+            return timing
+
+        def precompile(choice: Any) -> Any:
+            try:
+                return original_precompile(choice)
+            except Exception as e:
+                recorder = measurer._recorder
+                if recorder is not None:
+                    recorder.choices[id(choice)] = choice
+                    recorder.errors[id(choice)] = f"compile failed: {type(e).__name__}: {str(e).strip()[:200]}"
+                raise
+
+        def feedback(timings: dict[Any, float], name: str, input_nodes: Any, choices: Any,
+                     profiler_bench_function: Any = None, precompile_times: Any = None) -> None:
+            recorder = measurer._recorder
+            if recorder is None or name != measurer._problem.get("op"):
+                return
+            for choice, timing in timings.items():
+                recorder.choices[id(choice)] = choice
+                recorder.timings[id(choice)] = float(timing)
+            recorder.autotuned_inputs = [[int(s) for s in node.get_size()] for node in input_nodes]
+
+        bench.benchmark_gpu = benchmark_gpu
+        selector.benchmark_choice = classmethod(benchmark_choice)
+        select_algorithm.TritonTemplateCaller.precompile = precompile
+        select_algorithm.add_feedback_saver(feedback)
+
+    def _exceeds_shared_memory(self, choice: Any) -> str:
+        """Why a Triton mm/bmm template choice cannot launch for lack of shared memory, or ''."""
+        if template_of(choice) not in ("mm", "bmm"):
+            return ""
+        config = config_of(choice, self._problem)
+        element = 4 if self._problem["dtype"] == "float32" else 2
+        tile = config["block_k"] * (config["block_m"] + config["block_n"]) * element
+        required = config["num_stages"] * tile
+        if required > self._shared_memory_limit:
+            return (f"compile failed: out of resource: shared memory {required} bytes "
+                    f"> {self._shared_memory_limit}")
+        return ""
+
+    def _check_output(self, choice: Any, autotune_args: Any, recorder: _Recorder) -> str:
+        """'' when the choice's output matches a float32 torch result on the autotuning
+        inputs, else why not."""
+        torch = self.torch
+        extern = type(choice).__name__ != "TritonTemplateCaller"
+        inputs, output = autotune_args.get_benchmark_tensors(extern).unpack()
+        reference = recorder.reference.get(id(autotune_args))
+        if reference is None:
+            triton_inputs, _ = autotune_args.get_benchmark_tensors(False).unpack()
+            a, b = triton_inputs[-2].float(), triton_inputs[-1].float()
+            product = torch.bmm(a, b) if a.dim() == 3 else a @ b
+            if self._problem["op"] == "addmm":
+                product = (self._problem.get("beta", 1.0) * triton_inputs[0].float()
+                           + self._problem.get("alpha", 1.0) * product)
+            reference = recorder.reference[id(autotune_args)] = product
+        if tuple(output.shape) != tuple(reference.shape):
+            return ""  # not a plain GEMM output (never for the templates recorded here)
+        error = _relative_error(torch, output, reference)
+        if error > TOLERANCE[self._problem["dtype"]]:
+            return f"wrong result: relative error {error:.3g}"
+        return ""
+
+    # -- one problem ---------------------------------------------------------------------------
+    def _operands(self, problem: dict[str, Any], seed: int) -> list[Any]:
+        torch = self.torch
+        dtype = getattr(torch, problem["dtype"])
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(seed)
+        batch = [problem["B"]] if problem["op"] == "bmm" else []
+
+        def uniform(*shape: int) -> Any:
+            values = torch.rand(*shape, generator=generator, device=self.device, dtype=torch.float32)
+            return values.add_(0.1).to(dtype)
+
+        def matrix(rows: int, cols: int, transposed: bool) -> Any:
+            if transposed:  # a transposed view of contiguous storage, as BLAS's 't'
+                return uniform(*batch, cols, rows).transpose(-1, -2)
+            return uniform(*batch, rows, cols)
+
+        layout = problem.get("layout", "nn")
+        a = matrix(problem["M"], problem["K"], layout[0] == "t")
+        b = matrix(problem["K"], problem["N"], layout[1] == "t")
+        if problem["op"] == "addmm":
+            return [uniform(problem["N"]), a, b]
+        return [a, b]
+
+    def _function(self, problem: dict[str, Any]) -> Callable[..., Any]:
+        torch = self.torch
+        if problem["op"] == "mm":
+            return lambda a, b: torch.mm(a, b)
+        if problem["op"] == "bmm":
+            return lambda a, b: torch.bmm(a, b)
+        alpha, beta = problem.get("alpha", 1.0), problem.get("beta", 1.0)
+        return lambda bias, a, b: torch.addmm(bias, a, b, beta=beta, alpha=alpha)
+
+    @contextlib.contextmanager
+    def _lookup_table(self, problem: dict[str, Any], configs: list[dict[str, Any]],
+                      reference: bool) -> Iterator[None]:
+        """Installs exactly `configs` (and the ATen choice) as Inductor's choices for the
+        op compiled next."""
+        from torch._inductor import config as inductor_config
+        from torch._inductor.choices import InductorChoices
+        from torch._inductor.kernel import bmm as bmm_kernels
+        from torch._inductor.kernel import mm as mm_kernels
+        from torch._inductor.lookup_table.choices import LookupTableChoices
+        from torch._inductor.virtualized import V
+
+        op = problem["op"]
+        template = bmm_kernels.bmm_template if op == "bmm" else mm_kernels.mm_template
+        entries = [{
+            "template_id": template.uid, "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"],
+            "BLOCK_K": c["block_k"], "GROUP_M": c["group_m"], "num_stages": c["num_stages"],
+            "num_warps": c["num_warps"], "EVEN_K": bool(c.get("even_k", problem["K"] % c["block_k"] == 0)),
+            "USE_FAST_ACCUM": bool(c.get("use_fast_accum", False)),
+            "ACC_TYPE": c.get("acc_type", "tl.float32"),
+        } for c in configs]
+        externs = {"mm": [mm_kernels.aten_mm], "bmm": [bmm_kernels.aten_bmm],
+                   "addmm": [mm_kernels.aten_addmm, mm_kernels.aten_bias_addmm]}[op]
+        # ATen stays a choice even without a reference: it is what Inductor falls back to
+        # when every template fails, and the compile must not fail then.
+        entries += [{"template_id": extern.uid} for extern in externs]
+
+        class OneProblemTable(LookupTableChoices):
+            def make_lookup_key_variants(self, kernel_inputs: Any, op_name: str) -> tuple[Optional[str], Optional[str]]:
+                return None, op_name
+
+        previous_table = inductor_config.lookup_table.table
+        inductor_config.lookup_table.table = {op: entries}
+        V.set_choices_handler(OneProblemTable())
+        try:
+            yield
+        finally:
+            inductor_config.lookup_table.table = previous_table
+            V.set_choices_handler(InductorChoices())
+
+    def measure(self, request: dict[str, Any]) -> dict[str, Any]:
+        torch = self.torch
+        from torch._inductor import config as inductor_config
+
+        problem = request["problem"]
+        space = request.get("search_space")
+        configs = request.get("configs") or []
+        want_reference = bool(request.get("reference", True))
+        self._repeat = max(1, int(request.get("repeat", 100)))
+        self._problem = problem
+
+        operands = self._operands(problem, int(request.get("seed", 0)))
+        function = self._function(problem)
+        patches = {
+            "max_autotune": True,
+            "max_autotune_gemm": True,
+            "max_autotune_gemm_backends": "TRITON,ATEN",
+            "max_autotune_gemm_search_space": space if space in ("DEFAULT", "EXHAUSTIVE") else "DEFAULT",
+            "autotune_in_subproc": False,
+            "autotune_local_cache": False,
+            "autotune_remote_cache": False,
+            "fx_graph_cache": False,
+            "fx_graph_remote_cache": False,
+            "precompilation_timeout_seconds": PRECOMPILE_TIMEOUT_S,
+        }
+        if problem["dtype"] == "float32":
+            torch.backends.cuda.matmul.allow_tf32 = bool(request.get("allow_tf32", False))
+
+        recorder = _Recorder()
+        torch._dynamo.reset()
+        start = time.perf_counter()
+        with self._lock:
+            self._recorder = recorder
+            try:
+                table = (self._lookup_table(problem, configs, want_reference) if space is None
+                         else contextlib.nullcontext())
+                with inductor_config.patch(patches), table:
+                    compiled = torch.compile(function, dynamic=False, fullgraph=True)
+                    result = compiled(*operands)
+                    torch.cuda.synchronize()
+            finally:
+                self._recorder = None
+        wall = time.perf_counter() - start
+
+        expected = function(*[o.double() for o in operands]).to(result.dtype)
+        final_error = _relative_error(torch, result, expected.float())
+        if final_error > TOLERANCE[problem["dtype"]]:
+            raise RuntimeError(f"the compiled op's result is wrong (relative error {final_error:.3g})")
+
+        entries = self._entries(problem, recorder, want_reference)
+        if space is None:
+            entries += self._missing(problem, configs, entries)
+        autotuned = recorder.autotuned_inputs
+        return {
+            "entries": entries,
+            "compile_seconds": round(max(wall - recorder.benchmark_seconds, 0.0), 4),
+            "benchmark_seconds": round(recorder.benchmark_seconds, 4),
+            "autotuned_shape": _autotuned_shape(problem["op"], autotuned),
+        }
+
+    def _entries(self, problem: dict[str, Any], recorder: _Recorder, want_reference: bool) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = []
+        best_aten: Optional[dict[str, Any]] = None
+        seen: set[tuple[str, tuple[int, ...]]] = set()
+        for key, choice in recorder.choices.items():
+            template = template_of(choice)
+            if template is None:
+                continue
+            timing = recorder.timings.get(key, math.inf)
+            error = recorder.errors.get(key)
+            samples = recorder.samples.get(key, [])
+            if template == "aten":
+                if want_reference and error is None and math.isfinite(timing):
+                    if best_aten is None or timing < best_aten["time_ms"]:
+                        best_aten = {"template": "aten", "config": None, "time_ms": timing, "samples_ms": samples}
+                continue
+            config = config_of(choice, problem)
+            identity = (template, config_key(config))
+            if identity in seen:
+                continue
+            seen.add(identity)
+            entry: dict[str, Any] = {"template": template, "config": config}
+            if error is None and not math.isfinite(timing):
+                error = "benchmark failed: Inductor timed it as infinite" if key in recorder.timings \
+                    else "compile failed: Inductor dropped it before benchmarking"
+            if error is not None:
+                entry["error"] = error
+            else:
+                entry["time_ms"] = timing
+                entry["samples_ms"] = samples
+            entries.append(entry)
+        if want_reference:
+            entries.append(best_aten if best_aten is not None else
+                           {"template": "aten", "config": None, "error": "reference failed: no ATen timing"})
+        return entries
+
+    def _missing(self, problem: dict[str, Any], configs: list[dict[str, Any]],
+                 entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A requested config Inductor never built is a failed entry, not a silent gap."""
+        built = {config_key(e["config"]) for e in entries if e.get("config")}
+        template = "bmm" if problem["op"] == "bmm" else "mm"
+        return [{"template": template, "config": c,
+                 "error": "not built: Inductor made no choice of this config"}
+                for c in configs if config_key(c) not in built]
+
+
+def _autotuned_shape(op: str, inputs: list[list[int]]) -> Optional[list[int]]:
+    """[B, M, N, K] of the matrices Inductor autotuned (after any padding)."""
+    if len(inputs) < 2:
+        return None
+    a, b = inputs[-2], inputs[-1]
+    batch = a[0] if op == "bmm" and len(a) == 3 else 1
+    return [batch, a[-2], b[-1], a[-1]]

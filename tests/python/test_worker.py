@@ -1,0 +1,83 @@
+"""The worker's protocol loop (worker.serve) with a fake measurer: no torch needed."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from matmul_toolkit_inductor import protocol, worker
+
+
+class FakeMeasurer:
+    def __init__(self, device_index: int) -> None:
+        self.device_index = device_index
+
+    def hello(self) -> dict[str, Any]:
+        return {"hardware": "Fake GPU", "sm_count": 4, "versions": {"torch": "0"}}
+
+    def measure(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request["problem"]["M"] == 13:
+            raise RuntimeError("the compile broke\nsecond line")
+        return {"entries": [{"template": "aten", "config": None, "time_ms": 1.5, "samples_ms": [1.5]}],
+                "compile_seconds": 0.0, "benchmark_seconds": 0.0, "autotuned_shape": None}
+
+
+def problem(m: int = 64) -> dict[str, Any]:
+    return {"op": "mm", "layout": "nn", "B": 1, "M": m, "N": 64, "K": 64, "dtype": "bfloat16"}
+
+
+def run(messages: list[dict[str, Any]], factory: Any = FakeMeasurer) -> tuple[int, list[dict[str, Any]]]:
+    requests = io.StringIO("".join(json.dumps(m) + "\n" for m in messages))
+    replies = io.StringIO()
+    code = worker.serve(requests, replies, factory)
+    return code, [json.loads(line) for line in replies.getvalue().splitlines()]
+
+
+def test_hello_then_one_reply_per_request_with_its_id() -> None:
+    code, replies = run([{"type": "hello", "protocol": protocol.PROTOCOL_VERSION, "device_index": 2},
+                         {"type": "measure", "id": 5, "problem": problem()},
+                         {"type": "measure", "id": 6, "problem": problem()}])
+    assert code == 0
+    assert replies[0] == {"type": "hello", "protocol": 1, "hardware": "Fake GPU", "sm_count": 4,
+                          "versions": {"torch": "0"}}
+    assert [r["id"] for r in replies[1:]] == [5, 6]
+    assert replies[1]["entries"][0]["time_ms"] == 1.5
+
+
+def test_a_failing_problem_is_answered_with_its_first_error_line_and_the_worker_goes_on() -> None:
+    code, replies = run([{"type": "hello", "protocol": 1},
+                         {"type": "measure", "id": 1, "problem": problem(13)},
+                         {"type": "measure", "id": 2, "problem": problem()}])
+    assert code == 0
+    assert replies[1] == {"type": "error", "id": 1, "error": "RuntimeError: the compile broke"}
+    assert replies[2]["type"] == "measure"
+
+
+def test_bad_requests_are_refused_one_by_one() -> None:
+    bad_problem = dict(problem(), op="conv")
+    bad_config = {"block_m": 0, "block_n": 64, "block_k": 32, "group_m": 8, "num_stages": 2, "num_warps": 4}
+    code, replies = run([{"type": "hello", "protocol": 1},
+                         {"type": "measure", "id": 1, "problem": bad_problem},
+                         {"type": "measure", "id": 2, "problem": problem(), "configs": [bad_config]},
+                         {"type": "explode", "id": 3}])
+    assert code == 0
+    assert replies[1]["error"] == "bad request: unknown op 'conv'"
+    assert replies[2]["error"].startswith("bad request: config field block_m")
+    assert replies[3] == {"type": "error", "id": 3, "error": "unknown request type 'explode'"}
+
+
+def test_another_protocol_or_no_hello_is_refused() -> None:
+    code, replies = run([{"type": "hello", "protocol": 2}])
+    assert code == 2 and "protocol 2" in replies[0]["error"]
+    code, replies = run([{"type": "measure", "id": 1, "problem": problem()}])
+    assert code == 2 and replies[0]["error"] == "the first message must be hello"
+
+
+def test_a_measurer_that_cannot_start_answers_the_hello_with_its_error() -> None:
+    def no_torch(device_index: int) -> Any:
+        raise ModuleNotFoundError("No module named 'torch'")
+
+    code, replies = run([{"type": "hello", "protocol": 1}], factory=no_torch)
+    assert code == worker.EXIT_NO_TORCH
+    assert replies == [{"type": "error", "error": "ModuleNotFoundError: No module named 'torch'"}]
