@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import sys
 import threading
 import time
 from typing import Any, Callable, Iterator, Optional
@@ -149,7 +151,12 @@ class InductorMeasurer:
                 raise
             finally:
                 recorder.current = None
-                recorder.benchmark_seconds += time.perf_counter() - start
+                elapsed = time.perf_counter() - start
+                recorder.benchmark_seconds += elapsed
+                if elapsed > 2.0:  # a compile deferred to the first launch; worth knowing
+                    print(f"matmul_toolkit_inductor: choice {getattr(choice, 'description', choice)} "
+                          f"took {elapsed:.1f} s to benchmark ({recorder.errors.get(key, 'no error')})",
+                          file=sys.stderr)
             if math.isfinite(timing):
                 wrong = measurer._check_output(choice, autotune_args, recorder)
                 if wrong:
@@ -315,6 +322,10 @@ class InductorMeasurer:
             "fx_graph_remote_cache": False,
             "precompilation_timeout_seconds": PRECOMPILE_TIMEOUT_S,
         }
+        # Inductor's default compiles choices in a process pool, then compiles each again in
+        # this process when it first benchmarks it (H200: 2-8 s each for the large 4-warp
+        # tiles, 10-25 s a problem). Threads here compile once: 4-10 s -> 3-9.5 s a problem.
+        patches["compile_threads"] = int(os.environ.get("MMT_INDUCTOR_COMPILE_THREADS", "1"))
         if problem["dtype"] == "float32":
             torch.backends.cuda.matmul.allow_tf32 = bool(request.get("allow_tf32", False))
 
