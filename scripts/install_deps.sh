@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build git
           libtorch-dev libcli11-dev nlohmann-json3-dev libmsgpack-cxx-dev
           libspdlog-dev libgtest-dev libopenblas-dev
-          jq)  # workflows/ci_benchmark.sh reads the tools' JSON with jq (or python3)
+          jq   # workflows/ci_benchmark.sh reads the tools' JSON with jq (or python3)
+          python3-pytest)  # tests/python (ctest label python)
 
 missing=()
 for p in "${packages[@]}"; do

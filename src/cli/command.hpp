@@ -40,6 +40,7 @@ void register_collect(CLI::App& app, const GlobalOptions& global);
 void register_collect_worker(CLI::App& app, const GlobalOptions& global);
 void register_create_validation(CLI::App& app, const GlobalOptions& global);
 void register_collect_shapeset(CLI::App& app, const GlobalOptions& global);
+void register_collect_script(CLI::App& app, const GlobalOptions& global);
 void register_train(CLI::App& app, const GlobalOptions& global);
 void register_validate_model(CLI::App& app, const GlobalOptions& global);
 void register_collect_and_train(CLI::App& app, const GlobalOptions& global);

@@ -1,0 +1,1 @@
+raise ImportError("No module named 'torch' (tests/cli/fake_torch/missing)")

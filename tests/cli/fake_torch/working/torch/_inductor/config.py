@@ -1,0 +1,1 @@
+force_disable_caches = False

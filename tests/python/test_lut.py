@@ -1,0 +1,65 @@
+"""lut.py: reading and checking an `export-lut --lut-format inductor` table (no torch);
+installing it needs torch (test_torch_cpu.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from matmul_toolkit_inductor.lut import LookupTableError, check_table, load_table
+
+MM_KEY = "((torch.float16, [64, 128], [128, 1]), (torch.float16, [128, 256], [256, 1]))+mm"
+ADDMM_KEY = ("NVIDIA H100+((torch.float16, [128, 256], [0, 1]), (torch.float16, [128, 64], [64, 1]), "
+             "(torch.float16, [64, 256], [256, 1]))+alpha=1&beta=1+addmm")
+
+
+def entry(**overrides: Any) -> dict[str, Any]:
+    """One entry as src/model/lut_export.cpp writes it."""
+    base = {"template_id": "triton::mm", "BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8,
+            "num_stages": 3, "num_warps": 4, "EVEN_K": True, "USE_FAST_ACCUM": False,
+            "ACC_TYPE": "tl.float32"}
+    base.update(overrides)
+    return base
+
+
+def write(tmp_path: Path, table: Any) -> Path:
+    path = tmp_path / "lut.json"
+    path.write_text(json.dumps(table, indent=2) + "\n")
+    return path
+
+
+def test_a_table_of_export_lut_loads(tmp_path: Path) -> None:
+    table = {MM_KEY: [entry(), entry(BLOCK_M=128)], ADDMM_KEY: [entry(EVEN_K=False)]}
+    assert load_table(write(tmp_path, table)) == table
+
+
+@pytest.mark.parametrize("table, message", [
+    ({}, "non-empty JSON object"),
+    ([], "non-empty JSON object"),
+    ({"mm": [entry()]}, "does not look like an Inductor lookup key"),
+    ({MM_KEY: []}, "non-empty list"),
+    ({MM_KEY: [entry(template_id="")]}, "template_id"),
+    ({MM_KEY: [entry(BLOCK_K=0)]}, "BLOCK_K must be a positive integer"),
+    ({MM_KEY: [entry(num_warps=True)]}, "num_warps must be a positive integer"),
+    ({MM_KEY: [entry(EVEN_K="yes")]}, "EVEN_K must be true or false"),
+    ({MM_KEY: ["not a dict"]}, "expected an object"),
+])
+def test_bad_tables_name_the_key_and_field(tmp_path: Path, table: Any, message: str) -> None:
+    with pytest.raises(LookupTableError, match=message):
+        load_table(write(tmp_path, table))
+
+
+def test_missing_file_and_bad_json(tmp_path: Path) -> None:
+    with pytest.raises(LookupTableError, match="No such file"):
+        load_table(tmp_path / "none.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(LookupTableError, match="invalid JSON"):
+        load_table(tmp_path / "bad.json")
+
+
+def test_check_table_names_the_subject() -> None:
+    with pytest.raises(LookupTableError, match=r"^mine: key"):
+        check_table({MM_KEY: [entry(GROUP_M=-1)]}, "mine")
