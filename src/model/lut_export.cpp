@@ -110,19 +110,33 @@ std::string inductor_lookup_key(const std::string& op_key, const core::MMShape& 
     return device_name.empty() ? key : device_name + "+" + key;
 }
 
+std::optional<PaddedProblem> inductor_padded_problem(const std::string& op_key, const core::MMShape& shape) {
+    const std::string op = core::parse_op_key(op_key).first;
+    const std::int64_t alignment = core::dtype_size(shape.M_dtype) == 2 ? 8 : core::dtype_size(shape.M_dtype) == 4 ? 4 : 0;
+    if (alignment == 0) return std::nullopt;
+    // pad_mm's get_padded_length: the next multiple of the alignment, except for 1.
+    auto padded = [alignment](std::int64_t x) { return x == 1 || x % alignment == 0 ? x : (x / alignment + 1) * alignment; };
+    const std::int64_t m = padded(shape.M), n = padded(shape.N), k = padded(shape.K);
+    if (m == shape.M && n == shape.N && k == shape.K) return std::nullopt;
+    PaddedProblem out{op, core::make_shape(shape.B, m, n, k, shape.M_dtype)};
+    out.shape.K_dtype = shape.K_dtype;
+    out.shape.out_dtype = shape.out_dtype;
+    return out;
+}
+
 std::string inductor_template_id(const std::string& op_key) {
     return core::parse_op_key(op_key).first == "bmm" ? "triton::bmm" : "triton::mm";
 }
 
 std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                               const InductorLutOptions& options) {
+    auto device_of = [&](const RankedProblem& problem) {
+        if (!options.include_device) return std::string();
+        return options.device_name.empty() ? problem.hardware : options.device_name;
+    };
     ordered_json table = ordered_json::object();
     for (const auto& problem : problems) {
-        std::string device;
-        if (options.include_device) {
-            device = options.device_name.empty() ? problem.hardware : options.device_name;
-        }
-        const std::string key = inductor_lookup_key(problem.op, problem.shape, device);
+        const std::string key = inductor_lookup_key(problem.op, problem.shape, device_of(problem));
         if (table.contains(key)) {
             throw core::InputError("lookup table",
                                    "two problems give the Inductor key '" + key +
@@ -133,6 +147,21 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
         ordered_json entries = ordered_json::array();
         for (const auto& ranked : problem.configs) {
             entries.push_back(inductor_entry(template_id, ranked.config));
+        }
+        table[key] = std::move(entries);
+    }
+    // After every problem's own key, so a padded key never takes a real problem's place.
+    for (const auto& problem : problems) {
+        const auto padded = inductor_padded_problem(problem.op, problem.shape);
+        if (!padded) continue;
+        const std::string key = inductor_lookup_key(padded->op_key, padded->shape, device_of(problem));
+        if (table.contains(key)) continue;
+        const std::string template_id = inductor_template_id(problem.op);
+        ordered_json entries = ordered_json::array();
+        for (const auto& ranked : problem.configs) {
+            core::GemmConfig config = ranked.config;
+            config.even_k = padded->shape.K % config.block_k == 0;
+            entries.push_back(inductor_entry(template_id, config));
         }
         table[key] = std::move(entries);
     }

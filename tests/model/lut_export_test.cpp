@@ -126,6 +126,60 @@ TEST(InductorLut, CollidingKeysAreAnError) {
     EXPECT_NO_THROW(inductor_lut_json({a, b}, with_device));
 }
 
+TEST(InductorLut, PaddedProblemFollowsPadMm) {
+    // bf16 1259 x 4096 x 3437, the problem whose key Inductor never looked up: pad_mm pads
+    // M to 1264 and K to 3440 (multiples of 8) and hands the template contiguous copies.
+    const auto padded = inductor_padded_problem("mm_nt", core::make_shape(1, 1259, 4096, 3437, "bfloat16"));
+    ASSERT_TRUE(padded.has_value());
+    EXPECT_EQ(padded->op_key, "mm");
+    EXPECT_EQ(padded->shape.M, 1264);
+    EXPECT_EQ(padded->shape.N, 4096);
+    EXPECT_EQ(padded->shape.K, 3440);
+    // float32 aligns to 4 elements; a dimension of 1 is never padded; aligned shapes stay.
+    const auto f32 = inductor_padded_problem("bmm", core::make_shape(2, 1, 30, 17, "float32"));
+    ASSERT_TRUE(f32.has_value());
+    EXPECT_EQ(f32->shape.M, 1);
+    EXPECT_EQ(f32->shape.N, 32);
+    EXPECT_EQ(f32->shape.K, 20);
+    EXPECT_FALSE(inductor_padded_problem("mm", core::make_shape(1, 64, 256, 128, "float16")).has_value());
+}
+
+TEST(InductorLut, MisalignedProblemsAlsoGetThePaddedKey) {
+    auto p = problem("addmm", 1, 100, 30, 60);
+    p.configs = {{tile(128, 64, 32, 3, 4, false), 0.5}, {tile(64, 64, 64, 2, 4, false), 0.7}};  // K = 60
+
+    const auto table = nlohmann::json::parse(inductor_lut_json({p}));
+
+    ASSERT_EQ(table.size(), 2u);
+    const auto own = "((torch.float16, [100, 30], [0, 1]), (torch.float16, [100, 60], [60, 1]), "
+                     "(torch.float16, [60, 30], [30, 1]))+alpha=1&beta=1+addmm";
+    const auto padded = "((torch.float16, [104, 32], [0, 1]), (torch.float16, [104, 64], [64, 1]), "
+                        "(torch.float16, [64, 32], [32, 1]))+alpha=1&beta=1+addmm";
+    ASSERT_TRUE(table.contains(own)) << table.dump();
+    ASSERT_TRUE(table.contains(padded)) << table.dump();
+    // Same configs in the same order; EVEN_K follows the K each key describes (60, then 64).
+    ASSERT_EQ(table.at(padded).size(), 2u);
+    EXPECT_EQ(table.at(padded)[0].at("BLOCK_M"), 128);
+    EXPECT_EQ(table.at(padded)[1].at("BLOCK_K"), 64);
+    for (std::size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(table.at(own)[i].at("EVEN_K"), false);
+        EXPECT_EQ(table.at(padded)[i].at("EVEN_K"), true);
+    }
+}
+
+TEST(InductorLut, AProblemsOwnKeyWinsOverAnotherProblemsPaddedKey) {
+    // 64 x 64 x 60 pads K to 64, which is the other problem's own key.
+    auto odd = problem("mm", 1, 64, 64, 60);
+    auto even = problem("mm", 1, 64, 64, 64);
+    even.configs.resize(1);
+
+    const auto table = nlohmann::json::parse(inductor_lut_json({odd, even}));
+
+    ASSERT_EQ(table.size(), 2u);
+    const auto even_key = "((torch.float16, [64, 64], [64, 1]), (torch.float16, [64, 64], [64, 1]))+mm";
+    EXPECT_EQ(table.at(even_key).size(), 1u);
+}
+
 TEST(DiodeTable, NestsHardwareOperationSolution) {
     const auto p = problem("addmm", 1, 64, 128, 32);
     const auto table = nlohmann::json::parse(diode_table_json({p, problem("mm", 1, 64, 128, 32)}));

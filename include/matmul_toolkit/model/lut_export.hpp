@@ -5,6 +5,7 @@
 /// (hardware → operation → problem → ordered configs). Plain C++ over JSON text.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,25 @@ std::string inductor_input_key(const std::string& op_key, const core::MMShape& s
 std::string inductor_lookup_key(const std::string& op_key, const core::MMShape& shape,
                                 const std::string& device_name);
 
+/// The problem as Inductor autotunes it after its pad_mm pass pads a misaligned M, N or K
+/// (not a multiple of 8 elements for 16-bit dtypes, 4 for float32; a dimension of 1 stays)
+/// with zeros: operands become contiguous row-major, so the op key loses its layout.
+/// Whether Inductor pads depends on a benchmark it runs while compiling, so a table
+/// carries this key too. Empty when nothing would be padded.
+struct PaddedProblem {
+    std::string op_key;
+    core::MMShape shape;
+};
+std::optional<PaddedProblem> inductor_padded_problem(const std::string& op_key, const core::MMShape& shape);
+
 /// The Triton template a config belongs to: "triton::mm" (mm, addmm) or "triton::bmm".
 std::string inductor_template_id(const std::string& op_key);
 
 /// The table as JSON text: {key: [{"template_id", "BLOCK_M", "BLOCK_N", "BLOCK_K",
-/// "GROUP_M", "num_stages", "num_warps", "EVEN_K", "ALLOW_TF32", "USE_FAST_ACCUM",
-/// "ACC_TYPE"}, ...]}. Throws core::InputError when two problems give the same key.
+/// "GROUP_M", "num_stages", "num_warps", "EVEN_K", "USE_FAST_ACCUM", "ACC_TYPE"}, ...]}.
+/// A problem Inductor may pad also gets its padded key (inductor_padded_problem; EVEN_K
+/// for the padded K) unless another problem owns that key. Throws core::InputError when
+/// two problems give the same key.
 std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                               const InductorLutOptions& options = {});
 
