@@ -13,6 +13,7 @@
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/config_ranker.hpp"
+#include "matmul_toolkit/model/default_model.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
@@ -40,7 +41,8 @@ struct ExportLutOptions {
     std::string device_key;
 
     void add_to(CLI::App& cmd) {
-        cmd.add_option("--model", model, "Trained model checkpoint (.pt)")->required();
+        cmd.add_option("--model", model,
+                       "Trained model checkpoint (.pt); default: the shipped data/models/inductor_h200.pt (Inductor timings, NVIDIA H200)");
         auto* s = cmd.add_option("--shapeset", shapeset,
                                  "Shapeset file: rank the --search-space configs for each shape");
         auto* d = cmd.add_option("--dataset", dataset,
@@ -119,14 +121,14 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
     return ranked;
 }
 
-std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o,
-                                               const model::Predictor& predictor) {
+std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const model::Predictor& predictor,
+                                               const std::string& model_path) {
     const auto dataset = core::load_dataset_any(o.dataset, o.file_extensions)
                              .filter(optional_filter(o.hardware_name), optional_filter(o.op_name));
     if (dataset.num_problems() == 0) {
         throw core::InputError(o.dataset, "no problems left after the --hardware-name / --op-name filters");
     }
-    const auto warning = model::check_model_hardware(predictor.info(), dataset, o.model, o.force);
+    const auto warning = model::check_model_hardware(predictor.info(), dataset, model_path, o.force);
     if (!warning.empty()) spdlog::warn("{}", warning);
 
     std::vector<model::RankedProblem> ranked;
@@ -152,8 +154,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     lut.include_device = o.with_device_key || !o.device_key.empty();
     lut.device_name = o.device_key;
 
-    const auto predictor = model::Predictor::load(o.model, resolved_device(global));
-    const auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor)
+    const std::string model_path = model::model_or_default(o.model);
+    if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
+    const auto predictor = model::Predictor::load(model_path, resolved_device(global));
+    const auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path)
                                            : rank_shapeset(o, predictor, global);
     model::write_lookup_table(o.output, ranked, format, lut);
 

@@ -16,6 +16,7 @@
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/config_ranker.hpp"
+#include "matmul_toolkit/model/default_model.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
@@ -43,7 +44,8 @@ struct RecommendOptions {
     bool json = false;
 
     void add_to(CLI::App& cmd) {
-        cmd.add_option("--model", model, "Trained model checkpoint (.pt)")->required();
+        cmd.add_option("--model", model,
+                       "Trained model checkpoint (.pt); default: the shipped data/models/inductor_h200.pt (Inductor timings, NVIDIA H200)");
         auto* op_opt = cmd.add_option("--op", op, "Operation: mm, addmm or bmm")->capture_default_str();
         auto* m_opt = cmd.add_option("--m", m, "Rows of A and of the output");
         auto* n_opt = cmd.add_option("--n", n, "Columns of B and of the output");
@@ -145,7 +147,7 @@ void print_table(const std::vector<Ranked>& results, const std::string& space) {
     }
 }
 
-void print_json(const std::vector<Ranked>& results, const RecommendOptions& o,
+void print_json(const std::vector<Ranked>& results, const std::string& model_path,
                 const model::ModelInfo& info, const std::string& space, bool pruned) {
     core::OrderedJson problems = core::OrderedJson::array();
     for (const auto& r : results) {
@@ -161,7 +163,7 @@ void print_json(const std::vector<Ranked>& results, const RecommendOptions& o,
                             {"ranking_ms", r.milliseconds},
                             {"top_k", top}});
     }
-    const core::OrderedJson doc = {{"model", o.model},
+    const core::OrderedJson doc = {{"model", model_path},
                                    {"model_hardware", info.hardware_name},
                                    {"search_space", space},
                                    {"pruned", pruned},
@@ -175,7 +177,9 @@ int run_recommend(const RecommendOptions& o, const GlobalOptions& global) {
     candidates.space = collect::parse_search_space(o.search_space);
     candidates.allow_tf32 = o.allow_tf32;
 
-    const auto predictor = model::Predictor::load(o.model, resolved_device(global));
+    const std::string model_path = model::model_or_default(o.model);
+    if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
+    const auto predictor = model::Predictor::load(model_path, resolved_device(global));
     const auto& info = predictor.info();
     const auto problems = problems_to_rank(o, info);
     std::unique_ptr<collect::Backend> backend;
@@ -204,7 +208,7 @@ int run_recommend(const RecommendOptions& o, const GlobalOptions& global) {
     }
     const std::string space = collect::search_space_name(candidates.space);
     if (o.json) {
-        print_json(results, o, info, space, backend != nullptr);
+        print_json(results, model_path, info, space, backend != nullptr);
     } else {
         print_table(results, space);
     }

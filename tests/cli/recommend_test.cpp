@@ -1,6 +1,7 @@
 // `recommend` through the binary: K distinct configs sorted by prediction, shapesets,
 // the table, bad input.
 
+#include <cstdlib>
 #include <set>
 #include <tuple>
 
@@ -46,6 +47,21 @@ TEST_F(RecommendCli, ReturnsKDistinctConfigsSortedByPrediction) {
         EXPECT_EQ(c.at("name"), "mm_config");
     }
     EXPECT_EQ(distinct.size(), 7u);
+}
+
+TEST_F(RecommendCli, WithoutAModelUsesTheDefaultModel) {
+    const auto models = *dir / "default_models";
+    fs::create_directories(models);
+    fs::copy_file(*model, models / "inductor_h200.pt", fs::copy_options::overwrite_existing);
+    ::setenv("MMT_MODEL_DIR", models.c_str(), 1);
+    const auto result = run_cli({"--device", "cpu", "recommend", "--m", "64", "--n", "64", "--k", "64",
+                                 "--no-prune", "--json"},
+                                *dir / "run");
+    ::unsetenv("MMT_MODEL_DIR");
+
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(nlohmann::json::parse(result.out).at("model"), (models / "inductor_h200.pt").string());
+    EXPECT_NE(result.err.find("using the default model"), std::string::npos) << result.err;
 }
 
 TEST_F(RecommendCli, TopKLargerThanTheSpaceReturnsTheWholeSpace) {

@@ -1,0 +1,25 @@
+#pragma once
+/// The model `recommend` and `export-lut` use when no --model is given: the one shipped in
+/// data/models/, trained on timings of Inductor's own Triton templates (data/README.md).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace mmt::model {
+
+/// File name of the shipped default model.
+inline constexpr const char* kDefaultModelFile = "inductor_h200.pt";
+
+/// Where the default model is looked for, in order: $MMT_MODEL_DIR, <binary dir>/models,
+/// <binary dir>/../share/matmul_toolkit/models, the source tree's data/models.
+std::vector<std::filesystem::path> default_model_dirs();
+
+/// The first default model that exists; throws core::InputError("--model", ...) naming
+/// the places it looked when there is none.
+std::filesystem::path default_model_path();
+
+/// `given` when not empty, else default_model_path().
+std::string model_or_default(const std::string& given);
+
+}  // namespace mmt::model

@@ -1,0 +1,45 @@
+#include "matmul_toolkit/model/default_model.hpp"
+
+#include <cstdlib>
+#include <system_error>
+
+// No spdlog here: this library compiles against LibTorch, whose fmt may not be spdlog's.
+
+#include "matmul_toolkit/build_config.hpp"
+#include "matmul_toolkit/core/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mmt::model {
+
+std::vector<fs::path> default_model_dirs() {
+    std::vector<fs::path> dirs;
+    if (const char* env = std::getenv("MMT_MODEL_DIR"); env != nullptr && *env != '\0') dirs.emplace_back(env);
+    std::error_code error;
+    const fs::path binary = fs::read_symlink("/proc/self/exe", error);
+    if (!error) {
+        dirs.push_back(binary.parent_path() / "models");
+        dirs.push_back(binary.parent_path().parent_path() / "share" / "matmul_toolkit" / "models");
+    }
+    dirs.push_back(fs::path(MMT_SOURCE_DIR) / "data" / "models");
+    return dirs;
+}
+
+fs::path default_model_path() {
+    std::string looked;
+    for (const auto& dir : default_model_dirs()) {
+        const fs::path candidate = dir / kDefaultModelFile;
+        std::error_code error;
+        if (fs::is_regular_file(candidate, error)) return candidate;
+        looked += (looked.empty() ? "" : ", ") + candidate.string();
+    }
+    throw core::InputError("--model", std::string("not given, and the default model ") + kDefaultModelFile +
+                                          " is in none of: " + looked);
+}
+
+std::string model_or_default(const std::string& given) {
+    if (!given.empty()) return given;
+    return default_model_path().string();
+}
+
+}  // namespace mmt::model
