@@ -65,6 +65,7 @@ class _Recorder:
         self.choices: dict[int, Any] = {}
         self.timings: dict[int, float] = {}
         self.autotuned_inputs: list[list[int]] = []
+        self.autotuned_op = ""
         self.benchmark_seconds = 0.0
         self.current: Optional[int] = None
         self.reference: dict[int, Any] = {}
@@ -177,8 +178,10 @@ class InductorMeasurer:
         def feedback(timings: dict[Any, float], name: str, input_nodes: Any, choices: Any,
                      profiler_bench_function: Any = None, precompile_times: Any = None) -> None:
             recorder = measurer._recorder
-            if recorder is None or name != measurer._problem.get("op"):
+            # Inductor may autotune the problem under another op (an addmm as mm + add).
+            if recorder is None or name not in ("mm", "addmm", "bmm"):
                 return
+            recorder.autotuned_op = name
             for choice, timing in timings.items():
                 recorder.choices[id(choice)] = choice
                 recorder.timings[id(choice)] = float(timing)
@@ -213,7 +216,9 @@ class InductorMeasurer:
             triton_inputs, _ = autotune_args.get_benchmark_tensors(False).unpack()
             a, b = triton_inputs[-2].float(), triton_inputs[-1].float()
             product = torch.bmm(a, b) if a.dim() == 3 else a @ b
-            if self._problem["op"] == "addmm":
+            # What Inductor autotunes, not the problem's op: it may lower an addmm as an mm
+            # and a pointwise add; only a template given the bias (3 inputs) adds it.
+            if len(triton_inputs) == 3:
                 product = (self._problem.get("beta", 1.0) * triton_inputs[0].float()
                            + self._problem.get("alpha", 1.0) * product)
             reference = recorder.reference[id(autotune_args)] = product
@@ -359,6 +364,7 @@ class InductorMeasurer:
             "compile_seconds": round(max(wall - recorder.benchmark_seconds, 0.0), 4),
             "benchmark_seconds": round(recorder.benchmark_seconds, 4),
             "autotuned_shape": _autotuned_shape(problem["op"], autotuned),
+            "autotuned_op": recorder.autotuned_op,
         }
 
     def _entries(self, problem: dict[str, Any], recorder: _Recorder, want_reference: bool) -> list[dict[str, Any]]:
