@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The Inductor backend on a GPU machine, in steps that each fit a 10-minute call:
+#   bash bench/gpu_inductor.sh build test                 # build the CLI, run the real-worker tests
+#   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset (resumes)
+#   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes)
+#   bash bench/gpu_inductor.sh speed speed_exhaustive     # seconds per GEMM: ours vs max-autotune
+# Collections stop cleanly (SIGINT, finished problems saved) after STEP_SECONDS (default 540)
+# and resume on the next call when their output file is in the work tree. Results, logs
+# and the datasets go to $OUT (default out/gpu). msgpack-cxx is taken from .deps/msgpack
+# when the machine has none (apt-get download libmsgpack-cxx-dev; dpkg -x ... .deps/msgpack).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-out/gpu}
+build=${BUILD_DIR:-build-gpu}
+cli=$build/src/cli/matmul_toolkit
+step_seconds=${STEP_SECONDS:-540}
+default_data=${DEFAULT_DATA:-data/datasets/h200_inductor_default_lognormal.msgpack}
+exhaustive_data=${EXHAUSTIVE_DATA:-data/datasets/h200_inductor_exhaustive_lognormal.msgpack}
+mkdir -p "$out"
+status=0
+export PYTHONUNBUFFERED=1
+
+step_build() {
+  { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; nproc;
+    python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } |
+    tee "$out/machine.txt"
+  local prefix
+  prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+  [[ -d .deps/msgpack ]] && prefix="$prefix;$PWD/.deps/msgpack/usr"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+    -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; return 1; }
+  ninja -C "$build" -k 0 -j"$(nproc)" matmul_toolkit collect_bench collect_inductor_backend_test \
+    >"$out/build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$out/build.log" | head -30; status=1; }
+}
+
+step_test() {
+  timeout 400 python3 -m pytest -q -s tests/python/test_worker_gpu.py 2>&1 | tee "$out/test_worker_gpu.log" |
+    grep -E "passed|failed|DEFAULT|configs:|skipped" || status=1
+  local t
+  for t in tests/collect/collect_inductor_backend_test; do
+    timeout 400 "$build/$t" >"$out/$(basename "$t").log" 2>&1 || status=1
+    echo "$(basename "$t"): $(grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$out/$(basename "$t").log" | tr '\n' ' ')"
+  done
+}
+
+# One collection, stopped with SIGINT after step_seconds (it saves what is finished).
+collect_until_time() {
+  local name=$1 data=$2
+  shift 2
+  timeout -s INT "$step_seconds" "$cli" --seed 42 --format msgpack collect --backend inductor --quiet \
+    --log-normal --ops mm addmm bmm --dtypes bfloat16 float16 float32 --output "$data" "$@" \
+    >"$out/$name.stdout" 2>"$out/$name.log"
+  local rc=$?
+  tail -25 "$out/$name.stdout"
+  cp "$data" "$data.meta.json" "$out/" 2>/dev/null
+  [[ $rc -eq 0 || $rc -eq 130 || $rc -eq 124 ]] || status=1
+}
+
+step_collect() {
+  collect_until_time collect_default "$default_data" --num-shapes "${NUM_SHAPES:-400}" --search-space DEFAULT
+}
+
+step_exhaustive() {
+  collect_until_time collect_exhaustive "$exhaustive_data" --num-shapes "${EXHAUSTIVE_SHAPES:-30}" \
+    --search-space EXHAUSTIVE --max-size 2048
+}
+
+# Seconds per GEMM: the inductor backend with cold, then warm caches, and plain
+# torch.compile max-autotune with fresh caches, on the same held-out log-normal problems.
+step_speed() {
+  "$build/bench/collect_bench" --backend inductor --log-normal "${SPEED_SHAPES:-10}" --seed 1234 --passes 2 \
+    --max-autotune bench/max_autotune_time.py 2>"$out/speed.log" | tee "$out/speed.txt" || status=1
+}
+
+step_speed_exhaustive() {
+  "$build/bench/collect_bench" --backend inductor --search-space EXHAUSTIVE --log-normal "${SPEED_SHAPES:-2}" \
+    --seed 1234 --max-autotune bench/max_autotune_time.py 2>"$out/speed_exhaustive.log" |
+    tee "$out/speed_exhaustive.txt" || status=1
+}
+
+for step in "$@"; do
+  case $step in
+    build | test | collect | exhaustive | speed | speed_exhaustive) "step_$step" ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
+exit $status
