@@ -4,7 +4,8 @@ The table (src/model/lut_export.cpp writes it) maps Inductor's lookup keys,
 "[device+]((torch.float16, [M, K], [K, 1]), ...)[+alpha=1&beta=1]+mm", to lists of
 template configs: {"template_id": "triton::mm", "BLOCK_M": 128, "BLOCK_N": 64,
 "BLOCK_K": 32, "GROUP_M": 8, "num_stages": 3, "num_warps": 4, "EVEN_K": true,
-"USE_FAST_ACCUM": false, "ACC_TYPE": "tl.float32"}. With the table installed, a GEMM
+"USE_FAST_ACCUM": false, "ACC_TYPE": "tl.float32"}, or the ATen kernel alone:
+{"template_id": "aten::mm"} (aten::bmm, aten::addmm, aten::bias_addmm). With the table installed, a GEMM
 compiled with max-autotune whose key is in the table autotunes only the table's configs.
 
     from matmul_toolkit_inductor import use_table
@@ -38,6 +39,8 @@ def check_entry(entry: Any, where: str) -> None:
         raise LookupTableError(f"{where}: expected an object, got {type(entry).__name__}")
     if not isinstance(entry.get("template_id"), str) or not entry["template_id"]:
         raise LookupTableError(f"{where}: missing or empty 'template_id'")
+    if entry["template_id"].startswith("aten::"):
+        return  # an ATen kernel has no config
     for name in _INT_FIELDS:
         value = entry.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -100,22 +100,12 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
     std::unique_ptr<collect::Backend> backend;
     if (!o.no_prune) backend = pruning_backend(predictor.info(), global);
     candidates.backend = backend.get();
-
-    // Without a backend every shape ranks the same space: prepare it once.
-    std::optional<model::ConfigRanker> ranker;
-    if (!backend) ranker.emplace(predictor, candidates.space, candidates.allow_tf32);
+    model::CandidateRanker ranker(predictor, model::candidate_options_for(predictor.info(), candidates));
 
     std::vector<model::RankedProblem> ranked;
     for (const auto& entry : shapeset.operations) {
         for (const auto& shape : entry.shapes) {
-            std::vector<model::RankedConfig> top;
-            if (ranker) {
-                top = ranker->top_k(entry.op, shape, o.top_k);
-            } else {
-                const auto configs = model::candidate_configs(entry.op, shape, candidates);
-                top = model::top_k_configs(predictor, entry.op, shape, configs, o.top_k);
-            }
-            ranked.push_back({predictor.info().hardware_name, entry.op, shape, std::move(top)});
+            ranked.push_back({predictor.info().hardware_name, entry.op, shape, ranker.top_k(entry.op, shape, o.top_k)});
         }
     }
     return ranked;
@@ -131,8 +121,10 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
     const auto warning = model::check_model_hardware(predictor.info(), dataset, model_path, o.force);
     if (!warning.empty()) spdlog::warn("{}", warning);
 
+    auto problems = model::group_problems(dataset, o.dataset);
+    if (predictor.info().vendor_rows) problems = model::with_reference_rows(std::move(problems));
     std::vector<model::RankedProblem> ranked;
-    for (const auto& group : model::group_problems(dataset, o.dataset)) {
+    for (const auto& group : problems) {
         std::vector<core::GemmConfig> configs;
         configs.reserve(group.timings.size());
         for (const auto& timed : group.timings) configs.push_back(timed.config);

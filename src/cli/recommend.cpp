@@ -140,6 +140,10 @@ void print_table(const std::vector<Ranked>& results, const std::string& space) {
                     "block_k", "group_m", "stages", "warps", "EVEN_K", "predicted_ms");
         for (std::size_t i = 0; i < r.top.size(); ++i) {
             const auto& c = r.top[i].config;
+            if (collect::is_reference_config(c)) {  // ATen has no tiles
+                std::printf("%5zu %-47s %13.6g\n", i + 1, c.name.c_str(), r.top[i].predicted_ms);
+                continue;
+            }
             std::printf("%5zu %8d %8d %8d %8d %7d %6d %7s %13.6g\n", i + 1, c.block_m, c.block_n,
                         c.block_k, c.group_m, c.num_stages, c.num_warps, c.even_k ? "yes" : "no",
                         r.top[i].predicted_ms);
@@ -185,23 +189,13 @@ int run_recommend(const RecommendOptions& o, const GlobalOptions& global) {
     std::unique_ptr<collect::Backend> backend;
     if (!o.no_prune) backend = pruning_backend(info, global);
     candidates.backend = backend.get();
-
-    // Without a backend every problem ranks the same space: prepare it once.
-    std::optional<model::ConfigRanker> ranker;
-    if (!backend) ranker.emplace(predictor, candidates.space, candidates.allow_tf32);
+    model::CandidateRanker ranker(predictor, model::candidate_options_for(info, candidates));
 
     std::vector<Ranked> results;
     for (const auto& problem : problems) {
         const auto start = std::chrono::steady_clock::now();
         Ranked ranked{problem, 0, 0.0, {}};
-        if (ranker) {
-            ranked.top = ranker->top_k(problem.op_key, problem.shape, o.top_k);
-            ranked.candidates = ranker->size();
-        } else {
-            const auto configs = model::candidate_configs(problem.op_key, problem.shape, candidates);
-            ranked.top = model::top_k_configs(predictor, problem.op_key, problem.shape, configs, o.top_k);
-            ranked.candidates = configs.size();
-        }
+        ranked.top = ranker.top_k(problem.op_key, problem.shape, o.top_k, &ranked.candidates);
         const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
         ranked.milliseconds = elapsed.count();
         results.push_back(std::move(ranked));

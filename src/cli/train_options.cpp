@@ -79,6 +79,10 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "Directory for training_history.csv, training_loss.svg and test_metrics.json")
         ->capture_default_str();
     cmd.add_option("--top-n-worst", o.top_n_worst, "Worst test predictions to list")->capture_default_str();
+    cmd.add_flag("--no-vendor-rows", o.no_vendor_rows,
+                 "Leave each problem's fastest vendor-library entry (aten_*) out of training: the model "
+                 "then ranks kernel configs only (by default it learns ATen's time too, and recommend / "
+                 "export-lut pick ATen where it predicts ATen fastest, as max-autotune does)");
 }
 
 std::string training_device(const GlobalOptions& global) {
@@ -102,6 +106,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.test_fraction = o.test_fraction;
     t.device = training_device(global);
     t.seed = global.seed;
+    t.vendor_rows = !o.no_vendor_rows;
     if (o.top_n_worst < 0) throw core::InputError("--top-n-worst", "must not be negative");
     t.top_n_worst = static_cast<std::size_t>(o.top_n_worst);
     return t;
@@ -122,8 +127,9 @@ int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const s
     model::validate_train_options(options);
     model::check_training_device(options.device);
     check_training_outputs(o);
-    const auto problems = model::select_dataset_problems(dataset, source, optional_filter(o.hardware_name),
-                                                         optional_filter(o.op_name));
+    auto problems = model::select_dataset_problems(dataset, source, optional_filter(o.hardware_name),
+                                                   optional_filter(o.op_name));
+    if (options.vendor_rows) problems = model::with_reference_rows(std::move(problems));
     try {
         model::split_by_problem(problems.size(), options.validation_fraction, options.test_fraction, options.seed);
     } catch (const core::InputError& e) {

@@ -35,6 +35,7 @@ struct TrainCliOptions {
     std::string op_name;
     std::string log_dir = "logs";
     int top_n_worst = 10;
+    bool no_vendor_rows = false;
 };
 
 /// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,

@@ -1,6 +1,8 @@
 #include "matmul_toolkit/collect/config_space.hpp"
 
 #include <algorithm>
+#include <array>
+#include <set>
 #include <cctype>
 
 #include "matmul_toolkit/core/error.hpp"
@@ -96,6 +98,44 @@ std::vector<core::GemmConfig> exhaustive_configs() { return expand_grid(exhausti
 
 std::vector<core::GemmConfig> configs_for(SearchSpace space) {
     return space == SearchSpace::exhaustive ? exhaustive_configs() : default_configs();
+}
+
+std::vector<core::GemmConfig> inductor_scaled_configs(const std::vector<core::GemmConfig>& configs,
+                                                      const core::MMShape& shape) {
+    static constexpr std::int64_t kMinBlock = 16;
+    static constexpr std::int64_t kRegistersPerThread = 255;
+    auto next_power_of_two = [](std::int64_t x) {
+        std::int64_t p = 1;
+        while (p < x) p *= 2;
+        return p;
+    };
+    const std::int64_t m_cap = std::max(next_power_of_two(shape.M), kMinBlock);
+    const std::int64_t n_cap = std::max(next_power_of_two(shape.N), kMinBlock);
+    const std::int64_t k_cap = std::max(next_power_of_two(shape.K), kMinBlock);
+    auto scaled = [](int block, std::int64_t cap) {
+        return static_cast<int>(std::max(std::min<std::int64_t>(block, cap), kMinBlock));
+    };
+    std::vector<core::GemmConfig> out;
+    out.reserve(configs.size());
+    std::set<std::array<int, 6>> seen;
+    for (const auto& c : configs) {
+        core::GemmConfig s = c;
+        s.block_m = scaled(c.block_m, m_cap);
+        s.block_n = scaled(c.block_n, n_cap);
+        s.block_k = scaled(c.block_k, k_cap);
+        const std::int64_t accumulator_registers =
+            (static_cast<std::int64_t>(s.block_m) * s.block_n + 32 * c.num_warps - 1) / (32 * c.num_warps);
+        if (accumulator_registers > kRegistersPerThread) continue;
+        s.num_warps = std::min(c.num_warps, s.block_m * s.block_n / 256);  // a 16x16 tile per warp
+        if (!seen.insert({s.block_m, s.block_n, s.block_k, s.group_m, s.num_stages, s.num_warps}).second) continue;
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::int64_t inductor_shared_memory_bytes(const core::GemmConfig& config, int element_bytes) {
+    return static_cast<std::int64_t>(config.num_stages) * config.block_k *
+           (static_cast<std::int64_t>(config.block_m) + config.block_n) * element_bytes;
 }
 
 std::string config_name(const std::string& op) { return op + "_config"; }

@@ -13,41 +13,42 @@ struct SmEntry {
     const char* pattern;  ///< lower-case substring of the device name
     const char* also;     ///< a second substring that must be present too, or nullptr
     int sm_count;
+    int shared_memory_kib;  ///< opt-in shared memory per block
     const char* label;
 };
 
 // Order matters: more specific names come before the names they contain
 // ("h100" + "pcie" before "h100", "a100" before "a10", "l40s" before "l40" before "l4").
 constexpr SmEntry kSmTable[] = {
-    {"gh200", nullptr, 132, "GH200"},
-    {"h200", nullptr, 132, "H200"},
-    {"h100", "pcie", 114, "H100 PCIe"},
-    {"h100", nullptr, 132, "H100 SXM"},
-    {"h800", "pcie", 114, "H800 PCIe"},
-    {"h800", nullptr, 132, "H800 SXM"},
-    {"b200", nullptr, 148, "B200"},
-    {"a100", nullptr, 108, "A100"},
-    {"a800", nullptr, 108, "A800"},
-    {"l40s", nullptr, 142, "L40S"},
-    {"l40", nullptr, 142, "L40"},
-    {"rtx 6000 ada", nullptr, 142, "RTX 6000 Ada"},
-    {"a6000", nullptr, 84, "RTX A6000"},
-    {"rtx 4090", nullptr, 128, "RTX 4090"},
-    {"rtx 4080", nullptr, 76, "RTX 4080"},
-    {"rtx 3090", nullptr, 82, "RTX 3090"},
-    {"rtx 3080", nullptr, 68, "RTX 3080"},
-    {"a10g", nullptr, 80, "A10G"},
-    {"a10", nullptr, 72, "A10"},
-    {"a4000", nullptr, 48, "RTX A4000"},
-    {"a4500", nullptr, 56, "RTX A4500"},
-    {"a5000", nullptr, 64, "RTX A5000"},
-    {"a40", nullptr, 84, "A40"},
-    {"a30", nullptr, 56, "A30"},
-    {"l4", nullptr, 58, "L4"},
-    {"v100", nullptr, 80, "V100"},
-    {"tesla t4", nullptr, 40, "T4"},
-    {"mi300x", nullptr, 304, "MI300X"},
-    {"mi250", nullptr, 208, "MI250X (one die)"},
+    {"gh200", nullptr, 132, 227, "GH200"},
+    {"h200", nullptr, 132, 227, "H200"},
+    {"h100", "pcie", 114, 227, "H100 PCIe"},
+    {"h100", nullptr, 132, 227, "H100 SXM"},
+    {"h800", "pcie", 114, 227, "H800 PCIe"},
+    {"h800", nullptr, 132, 227, "H800 SXM"},
+    {"b200", nullptr, 148, 227, "B200"},
+    {"a100", nullptr, 108, 163, "A100"},
+    {"a800", nullptr, 108, 163, "A800"},
+    {"l40s", nullptr, 142, 99, "L40S"},
+    {"l40", nullptr, 142, 99, "L40"},
+    {"rtx 6000 ada", nullptr, 142, 99, "RTX 6000 Ada"},
+    {"a6000", nullptr, 84, 99, "RTX A6000"},
+    {"rtx 4090", nullptr, 128, 99, "RTX 4090"},
+    {"rtx 4080", nullptr, 76, 99, "RTX 4080"},
+    {"rtx 3090", nullptr, 82, 99, "RTX 3090"},
+    {"rtx 3080", nullptr, 68, 99, "RTX 3080"},
+    {"a10g", nullptr, 80, 99, "A10G"},
+    {"a10", nullptr, 72, 99, "A10"},
+    {"a4000", nullptr, 48, 99, "RTX A4000"},
+    {"a4500", nullptr, 56, 99, "RTX A4500"},
+    {"a5000", nullptr, 64, 99, "RTX A5000"},
+    {"a40", nullptr, 84, 99, "A40"},
+    {"a30", nullptr, 56, 163, "A30"},
+    {"l4", nullptr, 58, 99, "L4"},
+    {"v100", nullptr, 80, 96, "V100"},
+    {"tesla t4", nullptr, 40, 64, "T4"},
+    {"mi300x", nullptr, 304, 64, "MI300X"},
+    {"mi250", nullptr, 208, 64, "MI250X (one die)"},
 };
 
 // Words that mark a GPU the table does not know yet.
@@ -119,6 +120,7 @@ HardwareInfo lookup_hardware(const std::string& hardware_name) {
     for (const auto& entry : kSmTable) {
         if (contains(name, entry.pattern) && (entry.also == nullptr || contains(name, entry.also))) {
             info.parallel_units = entry.sm_count;
+            info.shared_memory_per_block = std::int64_t{entry.shared_memory_kib} * 1024;
             info.is_gpu = true;
             info.source = std::string("SM table: ") + entry.label;
             return info;

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
@@ -76,6 +77,32 @@ ordered_json inductor_entry(const std::string& template_id, const core::GemmConf
     };
 }
 
+/// Inductor's ATen choices for an op ("aten::" + the extern kernel's name). addmm has two:
+/// the bias fused by cuBLASLt (bias_addmm) and plain addmm; the dataset keeps the faster,
+/// so the table offers both and Inductor times the two (no compile).
+std::vector<std::string> inductor_aten_ids(const std::string& op_key) {
+    const std::string op = core::parse_op_key(op_key).first;
+    if (op == "addmm") return {"aten::bias_addmm", "aten::addmm"};
+    return {"aten::" + op};
+}
+
+/// A problem's table entries: each ranked config, the vendor entry as Inductor's ATen choice.
+ordered_json inductor_entries(const std::string& op_key, const std::vector<RankedConfig>& configs,
+                              const std::optional<std::int64_t>& padded_k) {
+    const std::string template_id = inductor_template_id(op_key);
+    ordered_json entries = ordered_json::array();
+    for (const auto& ranked : configs) {
+        if (collect::is_reference_config(ranked.config)) {
+            for (const auto& id : inductor_aten_ids(op_key)) entries.push_back({{"template_id", id}});
+            continue;
+        }
+        core::GemmConfig config = ranked.config;
+        if (padded_k) config.even_k = *padded_k % config.block_k == 0;
+        entries.push_back(inductor_entry(template_id, config));
+    }
+    return entries;
+}
+
 std::string problem_label(const RankedProblem& p) {
     return p.hardware + " / " + p.op + " / " + core::shape_key(p.shape);
 }
@@ -143,12 +170,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                                        "' (select one hardware with --hardware-name, or add "
                                        "device names to the keys)");
         }
-        const std::string template_id = inductor_template_id(problem.op);
-        ordered_json entries = ordered_json::array();
-        for (const auto& ranked : problem.configs) {
-            entries.push_back(inductor_entry(template_id, ranked.config));
-        }
-        table[key] = std::move(entries);
+        table[key] = inductor_entries(problem.op, problem.configs, std::nullopt);
     }
     // After every problem's own key, so a padded key never takes a real problem's place.
     for (const auto& problem : problems) {
@@ -156,14 +178,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
         if (!padded) continue;
         const std::string key = inductor_lookup_key(padded->op_key, padded->shape, device_of(problem));
         if (table.contains(key)) continue;
-        const std::string template_id = inductor_template_id(problem.op);
-        ordered_json entries = ordered_json::array();
-        for (const auto& ranked : problem.configs) {
-            core::GemmConfig config = ranked.config;
-            config.even_k = padded->shape.K % config.block_k == 0;
-            entries.push_back(inductor_entry(template_id, config));
-        }
-        table[key] = std::move(entries);
+        table[key] = inductor_entries(problem.op, problem.configs, padded->shape.K);
     }
     return core::python_json_dumps(table, 2) + "\n";
 }

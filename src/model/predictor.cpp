@@ -364,6 +364,7 @@ void Predictor::save(const std::filesystem::path& path) const {
     root.set("target", PyValue::from_string("ln(time_ms)"));
     root.set("hardware_name", PyValue::from_string(info.hardware_name));
     root.set("parallel_units", PyValue::from_int(info.parallel_units));
+    root.set("vendor_rows", PyValue::from_int(info.vendor_rows ? 1 : 0));
 
     auto training = PyValue::make_dict();
     training.set("epochs_run", PyValue::from_int(info.epochs_run));
@@ -438,6 +439,7 @@ Predictor Predictor::load(const std::filesystem::path& path, const std::string& 
     info.parallel_units = static_cast<int>(file.get_int("parallel_units"));
     if (info.parallel_units <= 0) file.fail("parallel_units is not positive");
     info.toolkit_version = file.has("toolkit_version") ? file.get_string("toolkit_version") : "";
+    info.vendor_rows = file.has("vendor_rows") && file.get_int("vendor_rows") != 0;
     if (file.has("hyperparameters")) {
         const auto hyper = file.sub("hyperparameters");
         if (hyper.has("learning_rate")) info.learning_rate = hyper.get_double("learning_rate");

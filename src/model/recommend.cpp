@@ -8,6 +8,7 @@
 
 #include "matmul_toolkit/collect/backend_factory.hpp"
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/features.hpp"
 
 namespace mmt::model {
 
@@ -18,9 +19,20 @@ std::vector<core::GemmConfig> candidate_configs(const std::string& op_key, const
     problem.op = op;
     problem.layout = layout;
     problem.shape = shape;
-    auto configs = collect::specialize_configs(collect::configs_for(options.space), problem,
-                                               options.allow_tf32);
+    auto space = collect::configs_for(options.space);
+    if (options.inductor_scaling) space = collect::inductor_scaled_configs(space, shape);
+    auto configs = collect::specialize_configs(space, problem, options.allow_tf32);
     if (options.backend != nullptr) configs = options.backend->prune(configs, problem).kept;
+    if (options.shared_memory_bytes > 0) {
+        const int element_bytes = core::dtype_size(shape.M_dtype);
+        configs.erase(std::remove_if(configs.begin(), configs.end(),
+                                     [&](const core::GemmConfig& c) {
+                                         return collect::inductor_shared_memory_bytes(c, element_bytes) >
+                                                options.shared_memory_bytes;
+                                     }),
+                      configs.end());
+    }
+    if (options.with_reference) configs.push_back(collect::reference_config(problem));
 
     std::unordered_set<core::GemmConfig, core::GemmConfigHash> seen;
     std::vector<core::GemmConfig> distinct;
@@ -59,6 +71,60 @@ std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::s
         out.push_back(RankedConfig{candidates[order[i]], std::exp(log_ms[order[i]])});
     }
     return out;
+}
+
+CandidateOptions candidate_options_for(const ModelInfo& info, CandidateOptions options) {
+    const auto names = model_hardware_names(info);
+    const HardwareInfo hardware = lookup_hardware(names.empty() ? std::string() : names.front());
+    options.inductor_scaling = hardware.is_gpu;
+    options.shared_memory_bytes = hardware.shared_memory_per_block;
+    options.with_reference = info.vendor_rows;
+    return options;
+}
+
+namespace {
+
+// Scaling to a problem this large changes no block size: what stays is the shape-free
+// part (num_warps capped by the tile, spilling tiles dropped, repeats merged).
+constexpr std::int64_t kUnboundedDim = std::int64_t{1} << 30;
+
+}  // namespace
+
+CandidateRanker::CandidateRanker(const Predictor& predictor, const CandidateOptions& options)
+    : m_predictor(predictor), m_options(options) {
+    if (options.backend != nullptr || options.with_reference) return;
+    auto space = collect::configs_for(options.space);
+    if (options.inductor_scaling) {
+        space = collect::inductor_scaled_configs(space, core::make_shape(1, kUnboundedDim, kUnboundedDim, kUnboundedDim, "float32"));
+    }
+    for (const auto& c : space) {
+        m_max_block_m = std::max(m_max_block_m, c.block_m);
+        m_max_block_n = std::max(m_max_block_n, c.block_n);
+        m_max_block_k = std::max(m_max_block_k, c.block_k);
+        m_max_shared_memory_elements = std::max(m_max_shared_memory_elements, collect::inductor_shared_memory_bytes(c, 1));
+    }
+    m_ranker.emplace(predictor, space, options.allow_tf32);
+}
+
+bool CandidateRanker::fast_path_covers(const core::MMShape& shape) const {
+    if (!m_ranker) return false;
+    if (m_options.inductor_scaling && (shape.M < m_max_block_m / 2 + 1 || shape.N < m_max_block_n / 2 + 1 ||
+                                       shape.K < m_max_block_k / 2 + 1)) {
+        return false;  // its next power of two is below the largest block: scaling shrinks some
+    }
+    return m_options.shared_memory_bytes <= 0 ||
+           m_max_shared_memory_elements * core::dtype_size(shape.M_dtype) <= m_options.shared_memory_bytes;
+}
+
+std::vector<RankedConfig> CandidateRanker::top_k(const std::string& op_key, const core::MMShape& shape,
+                                                 std::size_t top_k, std::size_t* candidates) {
+    if (fast_path_covers(shape)) {
+        if (candidates != nullptr) *candidates = m_ranker->size();
+        return m_ranker->top_k(op_key, shape, top_k);
+    }
+    const auto configs = candidate_configs(op_key, shape, m_options);
+    if (candidates != nullptr) *candidates = configs.size();
+    return top_k_configs(m_predictor, op_key, shape, configs, top_k);
 }
 
 std::vector<std::string> model_hardware_names(const ModelInfo& info) {

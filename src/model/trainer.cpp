@@ -199,6 +199,7 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
     info.seed = std::to_string(options.seed);
     info.train_problems = result.split.train.size();
     info.train_rows = train.rows;
+    info.vendor_rows = options.vendor_rows;
 
     // Standardise once, up front: the tensors on the device are final.
     {

@@ -110,6 +110,50 @@ TEST(ReferenceConfig, IsNamedAsInductorsExternChoice) {
     EXPECT_EQ(describe_config(tma), "64x64x64 g8 s3 w8 tma");
 }
 
+TEST(InductorScaledConfigs, LargeProblemsKeepTheDefaultList) {
+    const auto configs = default_configs();
+    EXPECT_EQ(inductor_scaled_configs(configs, core::make_shape(1, 4096, 4096, 4096, "float16")), configs);
+    // 129 rounds up to 256: no block of the list is larger.
+    EXPECT_EQ(inductor_scaled_configs(configs, core::make_shape(1, 129, 129, 129, "float16")), configs);
+}
+
+TEST(InductorScaledConfigs, SmallDimensionsShrinkTilesAndWarpsAndMergeRepeats) {
+    // M = 1: every tile is 16 rows (Inductor's floor); N = 100 caps block_n at 128.
+    const auto scaled = inductor_scaled_configs(default_configs(), core::make_shape(1, 1, 100, 4096, "float16"));
+    ASSERT_FALSE(scaled.empty());
+    EXPECT_LT(scaled.size(), default_configs().size());  // 64x64 and 128x64 become one tile
+    std::set<std::tuple<int, int, int, int, int, int>> distinct;
+    for (const auto& c : scaled) {
+        EXPECT_EQ(c.block_m, 16);
+        EXPECT_LE(c.block_n, 128);
+        EXPECT_LE(c.num_warps, c.block_m * c.block_n / 256);  // one 16x16 tile per warp at most
+        distinct.insert({c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages, c.num_warps});
+    }
+    EXPECT_EQ(distinct.size(), scaled.size());
+    // 64x32x32 s5 w8 for M = 1: 16x32, 2 warps.
+    const auto k = inductor_scaled_configs({default_configs()[3]}, core::make_shape(1, 1, 4096, 4096, "float16"));
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(std::make_tuple(k[0].block_m, k[0].block_n, k[0].block_k, k[0].num_stages, k[0].num_warps),
+              std::make_tuple(16, 32, 32, 5, 2));
+    // K = 20 rounds up to 32: block_k 128 becomes 32, 16 stays 16.
+    for (const auto& c : inductor_scaled_configs(default_configs(), core::make_shape(1, 512, 512, 20, "float16"))) {
+        EXPECT_LE(c.block_k, 32);
+    }
+}
+
+TEST(InductorScaledConfigs, TilesThatWouldSpillTheirAccumulatorAreDropped) {
+    // 256x256 with 2 warps: 1024 accumulator registers a thread, more than 255.
+    const auto scaled = inductor_scaled_configs(exhaustive_configs(), core::make_shape(1, 4096, 4096, 4096, "float16"));
+    EXPECT_LT(scaled.size(), exhaustive_configs().size());
+    for (const auto& c : scaled) EXPECT_LE(c.block_m * c.block_n / (32 * c.num_warps), 255);
+}
+
+TEST(InductorSharedMemory, IsStagesTimesTheOperandTiles) {
+    auto c = default_configs()[19];  // 128x128x128, 4 stages
+    EXPECT_EQ(inductor_shared_memory_bytes(c, 2), 4 * 128 * 256 * 2);
+    EXPECT_EQ(inductor_shared_memory_bytes(c, 4), 4 * 128 * 256 * 4);
+}
+
 TEST(SearchSpaceNames, ParseInAnyCaseAndRejectUnknownNames) {
     EXPECT_EQ(parse_search_space("DEFAULT"), SearchSpace::default_space);
     EXPECT_EQ(parse_search_space("exhaustive"), SearchSpace::exhaustive);

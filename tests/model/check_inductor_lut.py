@@ -14,11 +14,13 @@ Needs torch with CUDA and Triton (run it on the GPU machine). For every key of t
    prefix must equal the device key torch builds for this GPU.
 3. Checks every value: a list of dicts whose template_id is the uid of Inductor's Triton
    template for the op (torch._inductor.kernel.mm.mm_template / bmm.bmm_template) and whose
-   fields are the ones that template takes, with the right types.
+   fields are the ones that template takes, with the right types; or the uid of one of the
+   op's ATen kernels (aten_mm, aten_bmm, aten_addmm, aten_bias_addmm) and nothing else.
 4. Unless --no-compile: compiles the op with max-autotune, the table installed
    (config.lookup_table.table + LookupTableChoices), records the keys Inductor looks up and
    the choices it autotunes, and checks that the lookup hit our key and that the Triton
-   choices are exactly our configs (one per entry, same block sizes, stages and warps).
+   choices are exactly our configs (one per entry, same block sizes, stages and warps), and
+   an ATen choice is offered exactly when the table names one.
 
 Exit code 0 and "OK" when everything holds; 1 with one line per problem otherwise; 2 when
 the table cannot be read or torch/CUDA is missing.
@@ -96,12 +98,20 @@ def padded_key(key):
 
 def check_entries(key, op, entries, template_uids, problems):
     expected_uid = template_uids["bmm" if op == "bmm" else "mm"]
+    aten_uids = template_uids["aten_" + op]
     if not isinstance(entries, list) or not entries:
         problems.append(f"{key}: the value is not a non-empty list")
         return
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             problems.append(f"{key}: entry {i} is not a dict")
+            continue
+        if str(entry.get("template_id", "")).startswith("aten::"):
+            if entry["template_id"] not in aten_uids:
+                problems.append(f"{key}: entry {i} has template_id {entry['template_id']!r}, "
+                                f"torch's {op} ATen kernels are {aten_uids}")
+            if set(entry) != {"template_id"}:
+                problems.append(f"{key}: ATen entry {i} has fields besides template_id: {sorted(entry)}")
             continue
         if entry.get("template_id") != expected_uid:
             problems.append(f"{key}: entry {i} has template_id {entry.get('template_id')!r}, "
@@ -251,10 +261,18 @@ def compile_check(torch, key, table, op, user_tensors, problems, notes):
         problems.append(f"{key}: the key matched but no entry is for a template Inductor uses here")
         return
     triton = [c for choices in seen_choices for c in choices if isinstance(c, TritonTemplateCaller)]
-    if len(triton) != len(table_key_entries):
-        problems.append(f"{key}: Inductor autotuned {len(triton)} Triton choices, the table lists {len(table_key_entries)}")
+    triton_entries = [e for e in table_key_entries if not e["template_id"].startswith("aten::")]
+    wants_aten = len(triton_entries) < len(table_key_entries)
+    offered_aten = any(not isinstance(c, TritonTemplateCaller) for choices in seen_choices for c in choices)
+    if seen_choices and wants_aten != offered_aten:
+        problems.append(f"{key}: the table {'names' if wants_aten else 'does not name'} ATen, "
+                        f"Inductor {'offered' if offered_aten else 'did not offer'} it")
+    if len(triton) != len(triton_entries):
+        problems.append(f"{key}: Inductor autotuned {len(triton)} Triton choices, the table lists {len(triton_entries)}")
         return
-    wanted = sorted((e["BLOCK_M"], e["BLOCK_N"], e["BLOCK_K"], e["num_stages"], e["num_warps"]) for e in table_key_entries)
+    if not triton:
+        return
+    wanted = sorted((e["BLOCK_M"], e["BLOCK_N"], e["BLOCK_K"], e["num_stages"], e["num_warps"]) for e in triton_entries)
     got = [numbers_of(c) for c in triton]
     if any(g is None for g in got):
         notes.append(f"{key}: choice descriptions do not show block sizes; matched by count only "
@@ -291,7 +309,10 @@ def main():
         print("error: no CUDA device: the lookup table is only consulted for CUDA inputs", file=sys.stderr)
         return 2
 
-    template_uids = {"mm": mm_template.uid, "bmm": bmm_template.uid}
+    from torch._inductor.kernel.bmm import aten_bmm
+    from torch._inductor.kernel.mm import aten_addmm, aten_bias_addmm, aten_mm
+    template_uids = {"mm": mm_template.uid, "bmm": bmm_template.uid, "aten_mm": [aten_mm.uid],
+                     "aten_bmm": [aten_bmm.uid], "aten_addmm": [aten_bias_addmm.uid, aten_addmm.uid]}
     device_key = LookupTableChoices._get_device_key(torch.device("cuda", torch.cuda.current_device()))
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, device key {device_key!r}, "
           f"templates {template_uids}")

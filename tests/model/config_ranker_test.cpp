@@ -140,5 +140,67 @@ TEST(ConfigRanker, BadConfigsAndProblemsAreInputErrors) {
     EXPECT_EQ(ranker.top_k("mm", core::make_shape(1, 8, 8, 8, "float16"), 5).size(), 5u);
 }
 
+// candidate_options_for a GPU model: the configs Inductor would run for the shape, none that
+// overflows shared memory, and ATen when the model learned it.
+TEST(CandidateConfigs, FollowInductorsScalingTheSharedMemoryLimitAndTheModelsVendorRows) {
+    ModelInfo info;
+    info.hardware_name = "NVIDIA H200";
+    CandidateOptions plain;
+    const auto options = candidate_options_for(info, plain);
+    EXPECT_TRUE(options.inductor_scaling);
+    EXPECT_EQ(options.shared_memory_bytes, 232448);
+    EXPECT_FALSE(options.with_reference);
+
+    for (const auto& c : candidate_configs("mm", core::make_shape(1, 1, 4096, 4096, "bfloat16"), options)) {
+        EXPECT_EQ(c.block_m, 16) << collect::describe_config(c);
+    }
+    // float32 128x128x64 with 5 stages needs 320 KiB: never offered.
+    const auto fp32 = candidate_configs("mm", core::make_shape(1, 4096, 4096, 4096, "float32"), options);
+    EXPECT_LT(fp32.size(), collect::default_configs().size());
+    for (const auto& c : fp32) EXPECT_LE(collect::inductor_shared_memory_bytes(c, 4), 232448);
+
+    info.vendor_rows = true;
+    const auto with_aten = candidate_configs("addmm", core::make_shape(1, 512, 512, 512, "float16"),
+                                             candidate_options_for(info, plain));
+    ASSERT_FALSE(with_aten.empty());
+    EXPECT_EQ(with_aten.back().name, "aten_addmm");
+
+    info.hardware_name = "AMD EPYC 7B13";  // a CPU model: its tiles as listed
+    EXPECT_FALSE(candidate_options_for(info, plain).inductor_scaling);
+    EXPECT_EQ(candidate_options_for(info, plain).shared_memory_bytes, 0);
+}
+
+// CandidateRanker takes the prepared ranker only where it ranks exactly the candidates.
+TEST(CandidateRanker, AgreesWithCandidateConfigsOnEveryProblem) {
+    const auto predictor = random_model(ModelType::base);
+    for (bool vendor : {false, true}) {
+        for (auto space : {collect::SearchSpace::default_space, collect::SearchSpace::exhaustive}) {
+            ModelInfo info = predictor.info();
+            info.vendor_rows = vendor;
+            CandidateOptions options;
+            options.space = space;
+            options = candidate_options_for(info, options);
+            CandidateRanker ranker(predictor, options);
+            for (const auto& p : kProblems) {
+                const std::string where = collect::search_space_name(space) + " " + p.op_key + " M=" +
+                                          std::to_string(p.shape.M) + (vendor ? " vendor" : "");
+                const auto candidates = candidate_configs(p.op_key, p.shape, options);
+                const auto expected = top_k_configs(predictor, p.op_key, p.shape, candidates, 8);
+                std::size_t ranked = 0;
+                const auto top = ranker.top_k(p.op_key, p.shape, 8, &ranked);
+                EXPECT_EQ(ranked, candidates.size()) << where;
+                ASSERT_EQ(top.size(), expected.size()) << where;
+                for (std::size_t i = 0; i < top.size(); ++i) {
+                    EXPECT_NEAR(std::log(top[i].predicted_ms), std::log(expected[i].predicted_ms), 2e-4) << where;
+                    if (top[i].config != expected[i].config) {
+                        EXPECT_NEAR(top[i].predicted_ms, expected[i].predicted_ms, 1e-4 * expected[i].predicted_ms)
+                            << where << " rank " << i;
+                    }
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace mmt::model

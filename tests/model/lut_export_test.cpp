@@ -104,6 +104,34 @@ TEST(InductorLut, ParsesAndHoldsTemplateConfigsInRankOrder) {
     }
 }
 
+TEST(InductorLut, TheVendorEntryBecomesInductorsAtenChoice) {
+    core::GemmConfig aten;
+    aten.name = "aten_mm";
+    aten.block_m = aten.block_n = aten.block_k = aten.group_m = aten.num_stages = aten.num_warps = 1;
+    auto mm = problem("mm", 1, 64, 256, 128);
+    mm.configs.insert(mm.configs.begin(), {aten, 0.1});
+    auto addmm = problem("addmm", 1, 64, 256, 128);
+    aten.name = "aten_addmm";
+    addmm.configs = {{aten, 0.1}};
+    auto bmm = problem("bmm", 2, 64, 250, 130);  // misaligned: its padded key gets ATen too
+    aten.name = "aten_bmm";
+    bmm.configs = {{aten, 0.1}};
+
+    const auto table = nlohmann::json::parse(inductor_lut_json({mm, addmm, bmm}));
+
+    const auto& mm_entries = table.at(inductor_lookup_key("mm", mm.shape, ""));
+    ASSERT_EQ(mm_entries.size(), 3u);
+    EXPECT_EQ(mm_entries[0], nlohmann::json({{"template_id", "aten::mm"}}));  // ranked first, stays first
+    EXPECT_EQ(mm_entries[1].at("template_id"), "triton::mm");
+    // addmm's two ATen kernels: Inductor times them, no compile.
+    EXPECT_EQ(table.at(inductor_lookup_key("addmm", addmm.shape, "")),
+              nlohmann::json::parse(R"([{"template_id": "aten::bias_addmm"}, {"template_id": "aten::addmm"}])"));
+    const auto padded = inductor_padded_problem("bmm", bmm.shape);
+    ASSERT_TRUE(padded.has_value());
+    EXPECT_EQ(table.at(inductor_lookup_key("bmm", padded->shape, "")),
+              nlohmann::json::parse(R"([{"template_id": "aten::bmm"}])"));
+}
+
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {
     InductorLutOptions from_hardware;
     from_hardware.include_device = true;

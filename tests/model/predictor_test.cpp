@@ -68,9 +68,22 @@ TEST_F(PredictorFiles, SaveThenLoadGivesIdenticalPredictions) {
         EXPECT_EQ(info.parallel_units, 132);
         EXPECT_EQ(info.best_epoch, trained.best_epoch);
         EXPECT_EQ(info.seed, "3");
+        EXPECT_FALSE(info.vendor_rows);
         if (type == ModelType::base) EXPECT_EQ(info.spec.hidden_dims, (std::vector<int>{32, 16}));
         if (type == ModelType::deep) EXPECT_EQ(info.spec.num_layers, 2);
     }
+}
+
+TEST_F(PredictorFiles, AModelTrainedOnVendorRowsSaysSo) {
+    TrainOptions options;
+    options.num_epochs = 1;
+    options.vendor_rows = true;
+    const auto trained = train_model(with_reference_rows(group_problems(testing::synthetic_dataset(12, 8), "synthetic")),
+                                     options);
+    EXPECT_TRUE(trained.model.info().vendor_rows);
+    const auto path = dir / "vendor.pt";
+    trained.model.save(path);
+    EXPECT_TRUE(Predictor::load(path).info().vendor_rows);
 }
 
 TEST_F(PredictorFiles, BatchPathsAgree) {

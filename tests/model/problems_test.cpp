@@ -36,6 +36,24 @@ TEST(GroupProblems, ReferenceEntriesAreKeptApartFromTrainingRows) {
     EXPECT_EQ(count_rows(problems), 2u);
 }
 
+TEST(GroupProblems, WithReferenceRowsAppendsTheFastestVendorEntry) {
+    core::Dataset d;
+    const auto shape = core::make_shape(1, 64, 64, 64, "float16");
+    d.add_timing("gpu", "mm", shape, timed("triton_mm", 2.0));
+    d.add_timing("gpu", "mm", shape, timed("aten_mm", 1.5, 1));
+    d.add_timing("gpu", "mm", shape, timed("aten_mm", 1.2, 1));
+    d.add_timing("gpu", "bmm", shape, timed("triton_bmm", 4.0));  // no vendor entry: unchanged
+    const auto problems = with_reference_rows(group_problems(d, "data.json"));
+    ASSERT_EQ(problems.size(), 2u);
+    const auto& mm = problems[0].op_key == "mm" ? problems[0] : problems[1];
+    const auto& bmm = problems[0].op_key == "mm" ? problems[1] : problems[0];
+    ASSERT_EQ(mm.timings.size(), 2u);
+    EXPECT_TRUE(is_reference_config(mm.timings.back().config));
+    EXPECT_DOUBLE_EQ(mm.timings.back().time_ms, 1.2);
+    EXPECT_EQ(bmm.timings.size(), 1u);
+    EXPECT_EQ(count_rows(problems), 3u);
+}
+
 TEST(GroupProblems, ProblemWithOnlyReferenceEntriesIsDropped) {
     core::Dataset d;
     d.add_timing("gpu", "mm", core::make_shape(1, 64, 64, 64, "float16"), timed("aten_mm", 1.0));

@@ -36,6 +36,14 @@ def test_a_table_of_export_lut_loads(tmp_path: Path) -> None:
     assert load_table(write(tmp_path, table)) == table
 
 
+def test_an_aten_entry_needs_no_config(tmp_path: Path) -> None:
+    table = {MM_KEY: [{"template_id": "aten::mm"}],
+             ADDMM_KEY: [{"template_id": "aten::bias_addmm"}, {"template_id": "aten::addmm"}]}
+    assert load_table(write(tmp_path, table)) == table
+    with pytest.raises(LookupTableError, match="BLOCK_M must be a positive integer"):
+        check_table({MM_KEY: [{"template_id": "triton::mm"}]})
+
+
 @pytest.mark.parametrize("table, message", [
     ({}, "non-empty JSON object"),
     ([], "non-empty JSON object"),

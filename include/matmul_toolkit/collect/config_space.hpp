@@ -2,6 +2,7 @@
 /// Kernel config search spaces: Inductor's DEFAULT list and the EXHAUSTIVE grid, the grid
 /// expansion that builds them, and the per-problem fields Inductor sets on each config.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,19 @@ std::vector<core::GemmConfig> default_configs();
 /// expand_grid(exhaustive_axes()): 1875 configs before any backend prunes them.
 std::vector<core::GemmConfig> exhaustive_configs();
 std::vector<core::GemmConfig> configs_for(SearchSpace space);
+
+/// The configs as Inductor's Triton template heuristics build them for `shape` (torch 2.11,
+/// template_heuristics/triton.py): each block size capped at its dimension's next power of
+/// two and raised to at least 16; num_warps capped at one warp per 256 tile elements; tiles
+/// whose accumulator would take more than 255 registers a thread dropped; repeats dropped,
+/// first kept. A small problem runs these, not the listed tiles: a 128-row tile becomes 16
+/// rows for M = 1. Other fields are copied.
+std::vector<core::GemmConfig> inductor_scaled_configs(const std::vector<core::GemmConfig>& configs,
+                                                      const core::MMShape& shape);
+
+/// Shared memory the Inductor worker assumes a Triton tile needs, in bytes:
+/// num_stages · block_k · (block_m + block_n) · element size (what it checks before compiling).
+std::int64_t inductor_shared_memory_bytes(const core::GemmConfig& config, int element_bytes);
 
 /// torch-diode's config name for an op: "mm_config", "addmm_config", "bmm_config".
 std::string config_name(const std::string& op);

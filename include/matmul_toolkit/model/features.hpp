@@ -18,6 +18,9 @@ struct HardwareInfo {
     /// Units that run output tiles concurrently: SMs on a GPU, cores on a CPU.
     int parallel_units = 1;
     bool is_gpu = false;
+    /// Shared memory one block may opt in to, in bytes (cudaDevAttrMaxSharedMemoryPerBlockOptin);
+    /// 0 when unknown (a CPU, or a GPU not in the table).
+    std::int64_t shared_memory_per_block = 0;
     /// Where parallel_units came from: the table entry that matched, or the CPU default.
     std::string source;
 };
@@ -27,7 +30,7 @@ struct HardwareInfo {
 /// one core is the unit that runs tiles.
 inline constexpr int kCpuParallelUnits = 1;
 
-/// SM count by GPU name (H100 SXM 132, H100 PCIe 114, H200 132, A100 108, L40S 142,
+/// SM count and opt-in shared memory per block by GPU name (H100 SXM 132, H100 PCIe 114, H200 132, A100 108, L40S 142,
 /// RTX 4090 128, ...); any name not in the table is treated as a CPU.
 HardwareInfo lookup_hardware(const std::string& hardware_name);
 

@@ -34,6 +34,9 @@ struct ModelInfo {
     double best_validation_loss = 0.0;
     std::size_t train_problems = 0;
     std::size_t train_rows = 0;
+    /// Trained with each problem's fastest vendor-library (aten_*) entry as a row
+    /// (with_reference_rows): its predictions rank ATen beside the kernel configs.
+    bool vendor_rows = false;
 };
 
 /// One row to predict. parallel_units 0 means the model's own hardware.

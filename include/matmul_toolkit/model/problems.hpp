@@ -18,15 +18,23 @@ struct ProblemGroup {
     std::string hardware;
     std::string op_key;  ///< "mm", "addmm_nt", ... (the layout rides in the key)
     core::MMShape shape;
-    /// Timed configs the model learns from and ranks (vendor-library entries excluded).
+    /// Timed configs the model learns from and ranks (vendor-library entries excluded
+    /// unless with_reference_rows() added the fastest one).
     std::vector<core::TimedConfig> timings;
     /// Fastest vendor-library time (`aten_*` entry) when the dataset has one.
     std::optional<double> reference_ms;
+    /// That fastest vendor-library entry itself.
+    std::optional<core::TimedConfig> reference;
 };
 
-/// True for the vendor-library entries (config name starting with "aten_"): they are
-/// not kernel configs the model can rank, so they are never training rows.
+/// True for the vendor-library entries (config name starting with "aten_").
 bool is_reference_config(const core::GemmConfig& config);
+
+/// The groups with each one's fastest vendor-library entry appended to its timings, so a
+/// model learns and ranks it beside the kernel configs, as max-autotune weighs ATen beside
+/// the Triton templates. Its tile fields are all 1 (collect::reference_config), values no
+/// kernel config has, which the features carry.
+std::vector<ProblemGroup> with_reference_rows(std::vector<ProblemGroup> problems);
 
 /// Groups a dataset by problem. Throws core::InputError naming `source` when a time is
 /// NaN, infinite or not positive, or an op key is unknown. Problems whose only entries

@@ -4,13 +4,16 @@
 /// commands that apply a model to a dataset (is it the model's hardware?).
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "matmul_toolkit/collect/backend.hpp"
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/model/config_ranker.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 
@@ -23,7 +26,20 @@ struct CandidateOptions {
     /// When set, the backend prunes the space as collection does (the CPU backend fixes
     /// stages/warps and drops repeats; the CUDA backend drops what the GPU can't run).
     const collect::Backend* backend = nullptr;
+    /// The configs as Inductor runs them for the shape (collect::inductor_scaled_configs):
+    /// a table entry is used as written, so a 128-row tile for M = 1 would run as one.
+    bool inductor_scaling = false;
+    /// Drop configs whose shared memory (collect::inductor_shared_memory_bytes) exceeds this:
+    /// they fail to compile. 0 keeps every config.
+    std::int64_t shared_memory_bytes = 0;
+    /// Offer the problem's vendor-library entry (collect::reference_config) as a candidate.
+    bool with_reference = false;
 };
+
+/// The candidate options that fit a model: Inductor's scaling and the shared-memory limit
+/// of a GPU in the hardware table (lookup_hardware) the model was trained on, and the
+/// vendor entry when it learned vendor rows. Space, ALLOW_TF32 and backend stay as given.
+CandidateOptions candidate_options_for(const ModelInfo& info, CandidateOptions options);
 
 /// The space's configs set for the problem as Inductor does (name, EVEN_K, ALLOW_TF32,
 /// ACC_TYPE), pruned by the backend when one is given, duplicates removed.
@@ -37,6 +53,29 @@ std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::s
                                         const core::MMShape& shape,
                                         const std::vector<core::GemmConfig>& candidates,
                                         std::size_t top_k, int parallel_units = 0);
+
+/// Ranks one problem after another: with the ConfigRanker, prepared once, where its space is
+/// exactly the problem's candidates (no backend, no vendor entry, no block size that
+/// Inductor's scaling or the shared-memory limit would change), else with
+/// candidate_configs + top_k_configs.
+class CandidateRanker {
+public:
+    /// `predictor` must outlive the ranker.
+    CandidateRanker(const Predictor& predictor, const CandidateOptions& options);
+    /// The `top_k` candidates with the lowest predicted time, fastest first; `candidates`
+    /// (when given) receives how many were ranked.
+    std::vector<RankedConfig> top_k(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
+                                    std::size_t* candidates = nullptr);
+
+private:
+    bool fast_path_covers(const core::MMShape& shape) const;
+
+    const Predictor& m_predictor;
+    CandidateOptions m_options;
+    std::optional<ConfigRanker> m_ranker;
+    int m_max_block_m = 0, m_max_block_n = 0, m_max_block_k = 0;
+    std::int64_t m_max_shared_memory_elements = 0;  ///< over the space, per element byte
+};
 
 /// This machine's backend for `device` ("cpu" | "cuda") when it measures hardware the
 /// model was trained on, so its prune() turns a space into what collection timed there;

@@ -37,6 +37,9 @@ struct TrainOptions {
     double test_fraction = 0.15;
     std::string device = "cpu";  ///< "cpu" | "cuda"
     std::uint64_t seed = 42;
+    /// The problems carry their vendor-library rows (with_reference_rows): recorded in the
+    /// model, so ranking offers ATen next to the kernel configs.
+    bool vendor_rows = false;
     /// Called after every epoch (progress lines).
     std::function<void(const EpochStats&)> on_epoch;
     /// Polled between batches; returning true ends training early (Ctrl-C) with the best
