@@ -79,6 +79,11 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "Directory for training_history.csv, training_loss.svg and test_metrics.json")
         ->capture_default_str();
     cmd.add_option("--top-n-worst", o.top_n_worst, "Worst test predictions to list")->capture_default_str();
+    cmd.add_option("--ranking-weight", o.ranking_weight,
+                   "Weight of a within-problem term added to the MSE of ln time: each prediction's offset "
+                   "from its problem's mean against the measured offset (what ranking needs); batches then "
+                   "hold whole problems")
+        ->capture_default_str();
     cmd.add_flag("--no-vendor-rows", o.no_vendor_rows,
                  "Leave each problem's fastest vendor-library entry (aten_*) out of training: the model "
                  "then ranks kernel configs only (by default it learns ATen's time too, and recommend / "
@@ -107,6 +112,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.device = training_device(global);
     t.seed = global.seed;
     t.vendor_rows = !o.no_vendor_rows;
+    t.ranking_weight = o.ranking_weight;
     if (o.top_n_worst < 0) throw core::InputError("--top-n-worst", "must not be negative");
     t.top_n_worst = static_cast<std::size_t>(o.top_n_worst);
     return t;

@@ -36,6 +36,7 @@ struct TrainCliOptions {
     std::string log_dir = "logs";
     int top_n_worst = 10;
     bool no_vendor_rows = false;
+    double ranking_weight = 0.0;
 };
 
 /// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,

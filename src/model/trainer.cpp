@@ -28,6 +28,7 @@ struct FeatureRows {
     std::size_t rows = 0;
     std::vector<float> x;
     std::vector<float> y;
+    std::vector<std::int64_t> first_row;  ///< per problem, its first row; then `rows`
 };
 
 class HardwareCache {
@@ -52,6 +53,7 @@ FeatureRows build_rows(const std::vector<ProblemGroup>& problems, const std::vec
     std::size_t row = 0;
     for (auto i : which) {
         const auto& p = problems[i];
+        out.first_row.push_back(static_cast<std::int64_t>(row));
         const ProblemFeatures features(p.op_key, p.shape, hardware.units(p.hardware));
         for (const auto& timed : p.timings) {
             features.write(timed.config, out.x.data() + row * width);
@@ -59,7 +61,20 @@ FeatureRows build_rows(const std::vector<ProblemGroup>& problems, const std::vec
             ++row;
         }
     }
+    out.first_row.push_back(static_cast<std::int64_t>(row));
     return out;
+}
+
+/// Mean over the rows of the squared error of each prediction's offset from its problem's
+/// mean prediction against the measured offset: what ranking inside a problem needs, blind to
+/// how well the problem's overall scale is predicted. `group`: each row's problem, 0..groups-1.
+at::Tensor within_problem_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group,
+                               std::int64_t groups) {
+    const at::Tensor p = predicted.view({-1}), y = measured.view({-1});
+    const at::Tensor counts = torch::zeros({groups}, p.options()).index_add_(0, group, torch::ones_like(p));
+    const at::Tensor p_mean = torch::zeros({groups}, p.options()).index_add_(0, group, p) / counts;
+    const at::Tensor y_mean = torch::zeros({groups}, p.options()).index_add_(0, group, y) / counts;
+    return ((p - p_mean.index_select(0, group)) - (y - y_mean.index_select(0, group))).pow(2).mean();
 }
 
 void standardisation_stats(const FeatureRows& train, std::vector<float>& mean, std::vector<float>& std_dev) {
@@ -97,6 +112,7 @@ void validate_train_options(const TrainOptions& o) {
     if (o.batch_size < 2) throw core::InputError("--batch-size", "must be at least 2");
     if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
+    if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
 }
 
 namespace {
@@ -233,6 +249,7 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
 
     const auto n = static_cast<std::int64_t>(train.rows);
     const std::int64_t batch = options.batch_size;
+    const bool ranking = options.ranking_weight > 0.0;
     StateCopy best_state = copy_state(net);
     double best_loss = std::numeric_limits<double>::infinity();
     int epochs_without_improvement = 0;
@@ -242,26 +259,63 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
         net->train();
         // The permutation is drawn on the CPU generator (seeded above) on every device,
         // so a seed gives the same batches on CPU and GPU.
-        const at::Tensor order = torch::randperm(n, torch::kLong).to(device);
+        // With a ranking term every batch holds whole problems (shuffled problems, then
+        // their rows), so each problem's offsets are seen together.
+        at::Tensor order, row_group;
+        std::vector<std::int64_t> batch_ends;
+        if (ranking) {
+            const std::int64_t problems_in_split = static_cast<std::int64_t>(train.first_row.size()) - 1;
+            const at::Tensor problem_order = torch::randperm(problems_in_split, torch::kLong);
+            const auto* po = problem_order.data_ptr<std::int64_t>();
+            std::vector<std::int64_t> rows_in_order, groups_in_order;
+            rows_in_order.reserve(train.rows);
+            groups_in_order.reserve(train.rows);
+            std::int64_t group_in_batch = 0, batch_rows = 0;
+            for (std::int64_t i = 0; i < problems_in_split; ++i) {
+                for (std::int64_t r = train.first_row[po[i]]; r < train.first_row[po[i] + 1]; ++r) {
+                    rows_in_order.push_back(r);
+                    groups_in_order.push_back(group_in_batch);
+                }
+                batch_rows += train.first_row[po[i] + 1] - train.first_row[po[i]];
+                ++group_in_batch;
+                if (batch_rows >= batch || i + 1 == problems_in_split) {
+                    batch_ends.push_back(static_cast<std::int64_t>(rows_in_order.size()));
+                    group_in_batch = batch_rows = 0;
+                }
+            }
+            order = torch::tensor(rows_in_order, torch::kLong).to(device);
+            row_group = torch::tensor(groups_in_order, torch::kLong).to(device);
+        } else {
+            order = torch::randperm(n, torch::kLong).to(device);
+            for (std::int64_t end = batch; end < n + batch; end += batch) batch_ends.push_back(std::min(end, n));
+        }
         at::Tensor loss_sum = torch::zeros({}, x_train.options());
         std::int64_t rows_used = 0;
         bool stop = false;
-        for (std::int64_t start = 0; start < n; start += batch) {
-            const std::int64_t end = std::min(n, start + batch);
-            if (end - start < 2) break;  // a one-row batch has no BatchNorm variance
+        std::int64_t start = 0;
+        for (const std::int64_t end : batch_ends) {
+            const std::int64_t batch_start = start;
+            start = end;
+            if (end - batch_start < 2) break;  // a one-row batch has no BatchNorm variance
             if (options.stop_requested && options.stop_requested()) {
                 stop = true;
                 break;
             }
-            const at::Tensor index = order.slice(0, start, end);
+            const at::Tensor index = order.slice(0, batch_start, end);
             const at::Tensor xb = x_train.index_select(0, index);
             const at::Tensor yb = y_train.index_select(0, index);
             optimizer.zero_grad();
-            const at::Tensor loss = torch::nn::functional::mse_loss(net->forward(xb), yb);
+            const at::Tensor predicted = net->forward(xb);
+            at::Tensor loss = torch::nn::functional::mse_loss(predicted, yb);
+            if (ranking) {
+                const at::Tensor group = row_group.slice(0, batch_start, end);
+                const std::int64_t groups = group[-1].item<std::int64_t>() + 1;
+                loss = loss + options.ranking_weight * within_problem_loss(predicted, yb, group, groups);
+            }
             loss.backward();
             optimizer.step();
-            loss_sum += loss.detach() * static_cast<double>(end - start);
-            rows_used += end - start;
+            loss_sum += loss.detach() * static_cast<double>(end - batch_start);
+            rows_used += end - batch_start;
         }
         if (stop) {
             result.interrupted = true;

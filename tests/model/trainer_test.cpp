@@ -36,6 +36,19 @@ TEST(Trainer, LearnsSyntheticRuntimeLawOnHeldOutProblems) {
     EXPECT_GT(test.spearman, 0.8);
 }
 
+// The within-problem term trains on whole problems per batch and still learns the law.
+TEST(Trainer, RankingTermLearnsTheSameLaw) {
+    auto options = small_options();
+    options.ranking_weight = 1.0;
+    const auto result = train_model(testing::synthetic_dataset(80, 5), "synthetic", options);
+    const auto& test = result.test_report.overall;
+    EXPECT_GT(test.r2, 0.95) << format_report(result.test_report);
+    EXPECT_GT(test.top_k_achieved[0], 0.9) << format_report(result.test_report);
+    EXPECT_GT(test.spearman, 0.8);
+    options.ranking_weight = -1.0;
+    EXPECT_THROW(train_model(testing::synthetic_dataset(10, 3), "synthetic", options), core::InputError);
+}
+
 TEST(Trainer, DeepModelTrainsWithoutNaN) {
     const auto dataset = testing::synthetic_dataset(20, 3);
     auto options = small_options();

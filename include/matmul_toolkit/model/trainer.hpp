@@ -40,6 +40,10 @@ struct TrainOptions {
     /// The problems carry their vendor-library rows (with_reference_rows): recorded in the
     /// model, so ranking offers ATen next to the kernel configs.
     bool vendor_rows = false;
+    /// Weight of the within-problem term (each prediction's offset from its problem's mean
+    /// against the measured offset) added to the MSE of ln time; 0 trains on the MSE alone.
+    /// Above 0 every batch holds whole problems (at least batch_size rows).
+    double ranking_weight = 0.0;
     /// Called after every epoch (progress lines).
     std::function<void(const EpochStats&)> on_epoch;
     /// Polled between batches; returning true ends training early (Ctrl-C) with the best
