@@ -4,6 +4,8 @@
 #   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset (resumes)
 #   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes)
 #   bash bench/gpu_inductor.sh speed speed_exhaustive     # seconds per GEMM: ours vs max-autotune
+#   bash bench/gpu_inductor.sh build_cli e2e_lognormal    # shipped model's tables vs max-autotune
+#   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
 # Collections stop cleanly (SIGINT, finished problems saved) after STEP_SECONDS (default 540)
 # and resume on the next call when their output file is in the work tree. Results, logs
 # and the datasets go to $OUT (default out/gpu). msgpack-cxx is taken from .deps/msgpack
@@ -32,6 +34,17 @@ step_build() {
     { tail -30 "$out/configure.log"; return 1; }
   ninja -C "$build" -k 0 -j"$(nproc)" matmul_toolkit collect_bench collect_inductor_backend_test \
     >"$out/build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$out/build.log" | head -30; status=1; }
+}
+
+# The CLI alone (export-lut for the end-to-end runs).
+step_build_cli() {
+  local prefix
+  prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+  [[ -d .deps/msgpack ]] && prefix="$prefix;$PWD/.deps/msgpack/usr"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+    -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
+  ninja -C "$build" -j"$(nproc)" matmul_toolkit >"$out/build.log" 2>&1 ||
     { grep -E "error|FAILED" "$out/build.log" | head -30; status=1; }
 }
 
@@ -80,9 +93,26 @@ step_speed_exhaustive() {
     tee "$out/speed_exhaustive.txt" || status=1
 }
 
+# The shipped default model's export-lut tables (top-1 and top-5) against max-autotune, on
+# problems no training set holds: log-normal draws of another seed, then the transformer
+# shapeset (every E2E_EVERY-th problem); each stops starting problems after E2E_BUDGET s.
+step_e2e_lognormal() {
+  python3 bench/lut_e2e.py --mmt "$cli" --model "${E2E_MODEL:-data/models/inductor_h200.pt}" \
+    --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 --top-k 1 5 --out "$out/e2e_ln" \
+    --budget "${E2E_BUDGET:-420}" >"$out/e2e_ln.txt" 2>"$out/e2e_ln.log" || status=1
+  tail -12 "$out/e2e_ln.txt"
+}
+
+step_e2e_transformer() {
+  python3 bench/lut_e2e.py --mmt "$cli" --model "${E2E_MODEL:-data/models/inductor_h200.pt}" \
+    --shapeset data/shapesets/transformer_shapes.json --every "${E2E_EVERY:-3}" --top-k 1 5 \
+    --out "$out/e2e_tr" --budget "${E2E_BUDGET:-420}" >"$out/e2e_tr.txt" 2>"$out/e2e_tr.log" || status=1
+  tail -12 "$out/e2e_tr.txt"
+}
+
 for step in "$@"; do
   case $step in
-    build | test | collect | exhaustive | speed | speed_exhaustive) "step_$step" ;;
+    build | build_cli | test | collect | exhaustive | speed | speed_exhaustive | e2e_lognormal | e2e_transformer) "step_$step" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

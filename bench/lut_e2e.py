@@ -4,7 +4,7 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
 
     python3 bench/lut_e2e.py --mmt build/src/cli/matmul_toolkit --model data/models/X.pt \\
         [--model other.pt ...] (--shapeset FILE | --log-normal N [--seed S]) \\
-        [--ops mm addmm bmm] [--dtypes bfloat16] [--top-k 1 5] [--out DIR] [--limit N]
+        [--ops mm addmm bmm] [--dtypes bfloat16] [--top-k 1 5] [--out DIR] [--every N] [--limit N]
 
 1. Problems: a shapeset file's shapes (its layouts, `--ops` filters, `--dtypes` replaces
    each shape's dtype) or N distinct problems with log-normal sizes drawn here in Python
@@ -741,6 +741,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "lut_e2e"),
                    help="output directory (default $OUT/lut_e2e, else out/lut_e2e)")
+    p.add_argument("--every", type=int, default=1,
+                   help="measure every Nth problem (a sample spread over a shapeset's models and sizes)")
     p.add_argument("--limit", type=int, default=0, help="measure only the first N problems (0: all)")
     p.add_argument("--replays", type=int, default=20,
                    help="fewest calls per timed sample: one CUDA graph of back-to-back calls (default 20)")
@@ -757,7 +759,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not args.sample_ms > 0:
         p.error("--sample-ms must be positive")
-    for name in ("log_normal", "limit", "replays", "repeats", "min_size", "max_size"):
+    for name in ("log_normal", "limit", "every", "replays", "repeats", "min_size", "max_size"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "limit" else 1):
             p.error(f"--{name.replace('_', '-')} is too small")
@@ -792,6 +794,7 @@ def load_problems(args: argparse.Namespace) -> list[Problem]:
                                        args.layouts, args.batch_sizes, args.min_size, args.max_size)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    problems = problems[:: args.every]
     if args.limit:
         problems = problems[: args.limit]
     if not problems:
