@@ -50,6 +50,14 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     return cov / std::sqrt(va * vb);
 }
 
+/// The smallest value with at least `fraction` of the values at or below it.
+double nearest_rank_percentile(std::vector<double> values, double fraction) {
+    if (values.empty()) return kNaN;
+    std::sort(values.begin(), values.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(values.size())));
+    return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
 /// Accumulates the metrics of one group (an op, or everything).
 struct Accumulator {
     std::size_t problems = 0;
@@ -58,6 +66,7 @@ struct Accumulator {
     double spearman_sum = 0.0;
     std::size_t spearman_count = 0;
     std::array<double, kTopK.size()> log_fraction_sum{};
+    std::vector<double> regrets;  ///< per problem: time of the model's pick / best − 1
 
     void add_problem(const std::vector<double>& actual, const std::vector<double>& predicted) {
         ++problems;
@@ -80,6 +89,7 @@ struct Accumulator {
             for (std::size_t i = 0; i < take; ++i) best_of_top = std::min(best_of_top, actual[order[i]]);
             // In log space: ln(best / best_of_top) = best − best_of_top.
             log_fraction_sum[k] += best - best_of_top;
+            if (kTopK[k] == 1) regrets.push_back(std::expm1(best_of_top - best));
         }
     }
 
@@ -91,6 +101,7 @@ struct Accumulator {
         if (m.rows == 0) {
             m.mse_log = m.rmse_log = m.exp_rmse = m.r2 = m.mape_percent = m.spearman = kNaN;
             m.top_k_achieved.fill(kNaN);
+            m.regret_mean = m.regret_p95 = kNaN;
             return m;
         }
         const double n = static_cast<double>(m.rows);
@@ -112,6 +123,8 @@ struct Accumulator {
         for (std::size_t k = 0; k < kTopK.size(); ++k) {
             m.top_k_achieved[k] = std::exp(log_fraction_sum[k] / static_cast<double>(problems));
         }
+        m.regret_mean = std::accumulate(regrets.begin(), regrets.end(), 0.0) / static_cast<double>(regrets.size());
+        m.regret_p95 = nearest_rank_percentile(regrets, 0.95);
         return m;
     }
 };
@@ -136,6 +149,7 @@ nlohmann::ordered_json metrics_json(const Metrics& m) {
     nlohmann::ordered_json top = nlohmann::ordered_json::object();
     for (std::size_t k = 0; k < kTopK.size(); ++k) top[std::to_string(kTopK[k])] = number(m.top_k_achieved[k]);
     j["top_k_achieved_fraction"] = top;
+    j["regret"] = {{"mean", number(m.regret_mean)}, {"p95", number(m.regret_p95)}};
     return j;
 }
 
@@ -151,6 +165,11 @@ std::string config_summary(const core::GemmConfig& c) {
     out << c.block_m << "x" << c.block_n << "x" << c.block_k << " g" << c.group_m << " s" << c.num_stages
         << " w" << c.num_warps;
     return out.str();
+}
+
+/// A config as a table names it; a vendor-library row by its name (aten_mm, ...).
+std::string pick_name(const core::GemmConfig& c) {
+    return is_reference_config(c) ? c.name : config_summary(c);
 }
 
 }  // namespace
@@ -171,6 +190,7 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
         std::size_t row;
     };
     std::vector<Candidate> candidates;
+    std::vector<WorstPick> picks;
 
     for (std::size_t p = 0; p < problems.size(); ++p) {
         const auto& problem = problems[p];
@@ -184,6 +204,11 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
             candidates.push_back({std::abs(predicted[i] - actual[i]), p, i});
         }
         if (actual.empty()) continue;
+        const auto picked = static_cast<std::size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+        const auto best = static_cast<std::size_t>(std::min_element(actual.begin(), actual.end()) - actual.begin());
+        picks.push_back({problem.hardware, problem.op_key, problem.shape, problem.timings[picked].config,
+                         problem.timings[best].config, problem.timings[picked].time_ms, problem.timings[best].time_ms,
+                         problem.timings[picked].time_ms / problem.timings[best].time_ms - 1.0});
         overall.add_problem(actual, predicted);
         if (!per_op.count(problem.op_key)) op_order.push_back(problem.op_key);
         per_op[problem.op_key].add_problem(actual, predicted);
@@ -209,11 +234,17 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
         w.ratio = w.predicted_ms / w.actual_ms;
         report.worst.push_back(w);
     }
+    const std::size_t keep_picks = std::min(top_n_worst, picks.size());
+    std::partial_sort(picks.begin(), picks.begin() + static_cast<std::ptrdiff_t>(keep_picks), picks.end(),
+                      [](const WorstPick& a, const WorstPick& b) { return a.regret > b.regret; });
+    picks.resize(keep_picks);
+    while (!picks.empty() && picks.back().regret <= 0.0) picks.pop_back();  // a best pick is no loss
+    report.worst_picks = std::move(picks);
     return report;
 }
 
-EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<ProblemGroup>& problems,
-                                std::size_t top_n_worst) {
+std::vector<std::vector<double>> predict_problems(const Predictor& predictor,
+                                                  const std::vector<ProblemGroup>& problems) {
     std::map<std::string, int> units;
     std::vector<std::vector<double>> predicted;
     predicted.reserve(problems.size());
@@ -225,7 +256,12 @@ EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<Pr
         for (const auto& t : problem.timings) configs.push_back(t.config);
         predicted.push_back(predictor.predict_log_ms(problem.op_key, problem.shape, configs, it->second));
     }
-    return evaluate_predictions(problems, predicted, top_n_worst);
+    return predicted;
+}
+
+EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<ProblemGroup>& problems,
+                                std::size_t top_n_worst) {
+    return evaluate_predictions(problems, predict_problems(predictor, problems), top_n_worst);
 }
 
 nlohmann::ordered_json report_json(const EvaluationReport& report) {
@@ -252,6 +288,13 @@ nlohmann::ordered_json report_json(const EvaluationReport& report) {
         item["ratio"] = w.ratio;
         j["worst_predictions"].push_back(item);
     }
+    j["worst_picks"] = nlohmann::ordered_json::array();
+    for (const auto& w : report.worst_picks) {
+        j["worst_picks"].push_back({{"hardware", w.hardware}, {"op", w.op}, {"B", w.shape.B}, {"M", w.shape.M},
+                                    {"N", w.shape.N}, {"K", w.shape.K}, {"dtype", w.shape.M_dtype},
+                                    {"picked", w.picked.name}, {"picked_ms", w.picked_ms}, {"best", w.best.name},
+                                    {"best_ms", w.best_ms}, {"regret", w.regret}});
+    }
     return j;
 }
 
@@ -260,23 +303,25 @@ std::string report_to_json(const EvaluationReport& report) { return report_json(
 std::string format_report(const EvaluationReport& report) {
     std::ostringstream out;
     char line[512];
-    std::snprintf(line, sizeof(line), "%-12s %8s %8s %9s %9s %9s %8s %9s %9s %8s %8s %8s\n", "op",
+    std::snprintf(line, sizeof(line), "%-12s %8s %8s %9s %9s %9s %8s %9s %9s %8s %8s %8s %9s %9s\n", "op",
                   "problems", "rows", "mse_log", "rmse_log", "exp_rmse", "r2", "mape_%", "spearman",
-                  "top1", "top5", "top10");
+                  "top1", "top5", "top10", "regret_%", "p95_reg_%");
     out << line;
     auto row = [&](const Metrics& m) {
-        std::snprintf(line, sizeof(line), "%-12s %8zu %8zu %9s %9s %9s %8s %9s %9s %8s %8s %8s\n",
+        std::snprintf(line, sizeof(line), "%-12s %8zu %8zu %9s %9s %9s %8s %9s %9s %8s %8s %8s %9s %9s\n",
                       m.op.c_str(), m.problems, m.rows, fmt(m.mse_log).c_str(), fmt(m.rmse_log).c_str(),
                       fmt(m.exp_rmse, "%.3f").c_str(), fmt(m.r2, "%.3f").c_str(),
                       fmt(m.mape_percent, "%.1f").c_str(), fmt(m.spearman, "%.3f").c_str(),
                       fmt(m.top_k_achieved[0], "%.3f").c_str(), fmt(m.top_k_achieved[1], "%.3f").c_str(),
-                      fmt(m.top_k_achieved[2], "%.3f").c_str());
+                      fmt(m.top_k_achieved[2], "%.3f").c_str(), fmt(100.0 * m.regret_mean, "%.1f").c_str(),
+                      fmt(100.0 * m.regret_p95, "%.1f").c_str());
         out << line;
     };
     for (const auto& m : report.per_op) row(m);
     row(report.overall);
     out << "top-k: geometric mean over problems of best measured time / best measured time among the "
-           "model's k best-ranked configs\n";
+           "model's k best-ranked configs; regret: time of the model's pick / best time - 1, mean and "
+           "95th percentile over problems\n";
     if (!report.worst.empty()) {
         out << "\nworst predictions (largest |ln predicted - ln actual|):\n";
         std::snprintf(line, sizeof(line), "%-10s %-8s %6s %6s %6s %6s  %-24s %12s %12s %8s\n", "op",
@@ -287,6 +332,20 @@ std::string format_report(const EvaluationReport& report) {
                           w.op.c_str(), w.shape.M_dtype.c_str(), static_cast<long long>(w.shape.B),
                           static_cast<long long>(w.shape.M), static_cast<long long>(w.shape.N),
                           static_cast<long long>(w.shape.K), config_summary(w.config).c_str(), w.predicted_ms, w.actual_ms, w.ratio);
+            out << line;
+        }
+    }
+    if (!report.worst_picks.empty()) {
+        out << "\nworst picks (largest regret of the model's first pick):\n";
+        std::snprintf(line, sizeof(line), "%-10s %-8s %6s %6s %6s %6s  %-24s %11s  %-24s %11s %9s\n", "op", "dtype",
+                      "B", "M", "N", "K", "picked", "picked_ms", "best", "best_ms", "regret_%");
+        out << line;
+        for (const auto& w : report.worst_picks) {
+            std::snprintf(line, sizeof(line), "%-10s %-8s %6lld %6lld %6lld %6lld  %-24s %11.5g  %-24s %11.5g %9.1f\n",
+                          w.op.c_str(), w.shape.M_dtype.c_str(), static_cast<long long>(w.shape.B),
+                          static_cast<long long>(w.shape.M), static_cast<long long>(w.shape.N),
+                          static_cast<long long>(w.shape.K), pick_name(w.picked).c_str(), w.picked_ms,
+                          pick_name(w.best).c_str(), w.best_ms, 100.0 * w.regret);
             out << line;
         }
     }

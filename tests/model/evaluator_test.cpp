@@ -150,5 +150,21 @@ TEST(Evaluation, TopKLargerThanConfigCountUsesAllConfigs) {
     EXPECT_NEAR(report.overall.top_k_achieved[1], 1.0, 1e-12);
 }
 
+// A picks the 2 ms config of a 1 ms best (regret 100 %), B picks its best (0 %).
+TEST_F(TinyEvaluation, RegretIsTheLossOfTheFirstPick) {
+    const auto report = evaluate_predictions(problems, predicted, 10);
+    EXPECT_DOUBLE_EQ(report.overall.regret_mean, 0.5);
+    EXPECT_DOUBLE_EQ(report.overall.regret_p95, 1.0);
+    ASSERT_EQ(report.worst_picks.size(), 1u);  // B's pick loses nothing and is not listed
+    EXPECT_EQ(report.worst_picks[0].op, "mm");
+    EXPECT_DOUBLE_EQ(report.worst_picks[0].picked_ms, 2.0);
+    EXPECT_DOUBLE_EQ(report.worst_picks[0].best_ms, 1.0);
+    EXPECT_DOUBLE_EQ(report.worst_picks[0].regret, 1.0);
+    const auto j = nlohmann::json::parse(report_to_json(report));
+    EXPECT_DOUBLE_EQ(j["overall"]["regret"]["mean"].get<double>(), 0.5);
+    EXPECT_EQ(j["worst_picks"].size(), 1u);
+    EXPECT_NE(format_report(report).find("worst picks"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mmt::model

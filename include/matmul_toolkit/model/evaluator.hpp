@@ -33,6 +33,10 @@ struct Metrics {
     std::size_t spearman_problems = 0;
     /// Geometric mean over problems of best time / best time among the model's top k.
     std::array<double, kTopK.size()> top_k_achieved{};
+    /// Over problems, (best time among the model's top 1) / best time − 1: what a user
+    /// loses by running the model's pick. Mean and 95th percentile (nearest rank).
+    double regret_mean = 0.0;
+    double regret_p95 = 0.0;
 };
 
 /// One of the worst predictions (largest |ln predicted − ln actual|).
@@ -46,10 +50,23 @@ struct WorstPrediction {
     double ratio = 0.0;  ///< predicted / actual
 };
 
+/// One of the problems where the model's first pick loses most against the best config.
+struct WorstPick {
+    std::string hardware;
+    std::string op;
+    core::MMShape shape;
+    core::GemmConfig picked;
+    core::GemmConfig best;
+    double picked_ms = 0.0;
+    double best_ms = 0.0;
+    double regret = 0.0;  ///< picked_ms / best_ms − 1
+};
+
 struct EvaluationReport {
     Metrics overall;
     std::vector<Metrics> per_op;  ///< in order of first appearance
     std::vector<WorstPrediction> worst;
+    std::vector<WorstPick> worst_picks;  ///< largest regret first
 };
 
 /// Evaluates predictions given as ln(ms), one vector per problem, aligned with
@@ -58,8 +75,12 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
                                       const std::vector<std::vector<double>>& predicted_log_ms,
                                       std::size_t top_n_worst = 10);
 
-/// Predicts every problem with the model (each row with its own hardware's SM count),
-/// then evaluates.
+/// ln(ms) predictions per problem, aligned with problems[i].timings (each row with its own
+/// hardware's SM count).
+std::vector<std::vector<double>> predict_problems(const Predictor& predictor,
+                                                  const std::vector<ProblemGroup>& problems);
+
+/// Predicts every problem with the model (predict_problems), then evaluates.
 EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<ProblemGroup>& problems,
                                 std::size_t top_n_worst = 10);
 
