@@ -13,6 +13,7 @@
 #include "matmul_toolkit/collect/interrupt.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/training_log.hpp"
+#include "matmul_toolkit/model/tuner.hpp"
 
 namespace mmt::cli {
 namespace {
@@ -42,6 +43,32 @@ void check_writable_dir(const std::filesystem::path& dir, const std::string& opt
         if (!out) throw core::InputError(option, "cannot write to directory '" + dir.string() + "'");
     }
     std::filesystem::remove(probe, ec);
+}
+
+/// K-fold cross-validation by problem: one line per fold, then the pooled report.
+void run_cross_validation(const std::vector<model::ProblemGroup>& problems, const model::TrainOptions& options,
+                          int folds, const std::string& log_dir, const std::string& source) {
+    try {
+        model::k_fold_splits(problems.size(), folds, options.validation_fraction, options.seed);
+    } catch (const core::InputError& e) {
+        if (e.subject() == "dataset") throw core::InputError(source, e.detail());
+        throw;
+    }
+    spdlog::info("{}-fold cross-validation by problem, seed {}", folds, options.seed);
+    const auto result = model::cross_validate(
+        problems, options, folds, [&](std::size_t f, const model::FoldResult& fold) {
+            const auto& m = fold.report.overall;
+            spdlog::info("fold {}/{}: {} test problems, best epoch {}, {:.1f} s: rmse_log {:.4f}  r2 {:.3f}  "
+                         "spearman {:.3f}  top1 {:.3f}  top5 {:.3f}  regret {:.1f} % (p95 {:.1f} %)",
+                         f + 1, folds, fold.test_problems, fold.best_epoch, fold.seconds, m.rmse_log, m.r2,
+                         m.spearman, m.top_k_achieved[0], m.top_k_achieved[1], 100.0 * m.regret_mean,
+                         100.0 * m.regret_p95);
+        });
+    if (result.interrupted) throw core::Interrupted("cross-validation interrupted; nothing saved");
+    const auto path = model::write_cross_validation_log(result, log_dir);
+    std::cout << folds << "-fold cross-validation by problem (seed " << options.seed << "; every problem predicted by "
+              << "the model that did not see it; " << path.string() << "):\n"
+              << model::format_report(result.pooled) << "\n";
 }
 
 }  // namespace
@@ -84,6 +111,20 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "from its problem's mean against the measured offset (what ranking needs); batches then "
                    "hold whole problems")
         ->capture_default_str();
+    cmd.add_option("--ensemble", o.ensemble,
+                   "Train this many networks (seeds seed, seed+1, ...) on the same split and save their "
+                   "mean in log space as one base network (hidden widths times N)")
+        ->capture_default_str();
+    cmd.add_option("--folds", o.folds,
+                   "First estimate held-out quality by K-fold cross-validation by problem (per-fold and "
+                   "pooled metrics, cv_metrics.json in --log-dir), then train and save the model as usual; "
+                   "0: no cross-validation")
+        ->capture_default_str();
+    cmd.add_option("--tune", o.tune,
+                   "Search N trials (seeded by --seed) over the base network's widths and depth, learning rate, "
+                   "weight decay and dropout; each is scored on the validation problems (top-1, then RMSE), "
+                   "printed as a table, and the best is saved; trial 0 is the options as given; 0: off")
+        ->capture_default_str();
     cmd.add_flag("--no-vendor-rows", o.no_vendor_rows,
                  "Leave each problem's fastest vendor-library entry (aten_*) out of training: the model "
                  "then ranks kernel configs only (by default it learns ATen's time too, and recommend / "
@@ -113,6 +154,12 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.seed = global.seed;
     t.vendor_rows = !o.no_vendor_rows;
     t.ranking_weight = o.ranking_weight;
+    t.ensemble = o.ensemble;
+    if (o.folds == 1 || o.folds < 0) throw core::InputError("--folds", "must be 0 (off) or at least 2");
+    if (o.tune < 0) throw core::InputError("--tune", "must be 0 (off) or a number of trials");
+    if (o.tune > 0 && t.model.type != model::ModelType::base) {
+        throw core::InputError("--tune", "searches base networks (use --model-type base)");
+    }
     if (o.top_n_worst < 0) throw core::InputError("--top-n-worst", "must not be negative");
     t.top_n_worst = static_cast<std::size_t>(o.top_n_worst);
     return t;
@@ -146,15 +193,32 @@ int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const s
     spdlog::info("training {} on {} rows of {} problems from {} ({})", options.model.describe(),
                  model::count_rows(problems), problems.size(), source, options.device);
     options.on_epoch = [&](const model::EpochStats& e) {
-        spdlog::info("epoch {:>3}/{}  train {:.5f}  val {:.5f}{}  {} rows/s  {:.3f} s", e.epoch, options.num_epochs,
+        const std::string member = options.ensemble > 1 ? fmt::format("member {}/{}  ", e.member + 1, options.ensemble) : "";
+        spdlog::info("{}epoch {:>3}/{}  train {:.5f}  val {:.5f}{}  {} rows/s  {:.3f} s", member, e.epoch, options.num_epochs,
                      e.train_loss, e.validation_loss, e.improved ? " *" : "  ", rate(e.rows_per_second),
                      e.seconds);
     };
     collect::clear_interrupt();
     collect::InterruptHandlerScope interrupt_scope;
     options.stop_requested = [] { return collect::interrupt_requested(); };
+    if (o.folds > 0) run_cross_validation(problems, options, o.folds, o.log_dir, source);
 
-    const auto result = model::train_model(problems, options);
+    model::TrainResult result;
+    if (o.tune > 0) {
+        auto epoch_lines = std::move(options.on_epoch);
+        options.on_epoch = nullptr;
+        spdlog::info("tuning: {} trials on the validation problems", o.tune);
+        auto tuned = model::tune_model(problems, options, o.tune, [&](std::size_t t, const model::TuneTrial& trial) {
+            spdlog::info("trial {}/{}: {} lr {:.3g} wd {:.3g}: validation rmse_log {:.4f} top1 {:.3f} ({:.1f} s)", t + 1,
+                         o.tune, trial.model.describe(), trial.learning_rate, trial.weight_decay,
+                         trial.validation.rmse_log, trial.validation.top_k_achieved[0], trial.seconds);
+        });
+        std::cout << model::format_tune_table(tuned) << "\n";
+        options.model = tuned.trials[tuned.best].model;
+        result = std::move(tuned.best_result);
+    } else {
+        result = model::train_model(problems, options);
+    }
 
     if (result.interrupted && result.best_epoch == 0) {
         throw core::Interrupted("training interrupted before the first epoch finished; nothing saved");
@@ -171,7 +235,9 @@ int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const s
                                 "; the best model so far (epoch " + std::to_string(result.best_epoch) +
                                 ") was saved to " + o.model);
     }
-    std::cout << "trained " << options.model.describe() << " on " << result.train_rows << " rows of "
+    std::cout << "trained " << options.model.describe()
+              << (options.ensemble > 1 ? " x" + std::to_string(options.ensemble) + " (ensemble, saved as one network)" : "")
+              << " on " << result.train_rows << " rows of "
               << result.split.train.size() << " problems (validation " << result.split.validation.size()
               << ", test " << result.split.test.size() << " problems) for " << result.history.size()
               << " epochs" << (result.stopped_early ? " (early stop)" : "") << ", best epoch " << result.best_epoch

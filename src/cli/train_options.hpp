@@ -37,6 +37,9 @@ struct TrainCliOptions {
     int top_n_worst = 10;
     bool no_vendor_rows = false;
     double ranking_weight = 0.0;
+    int ensemble = 1;
+    int folds = 0;
+    int tune = 0;
 };
 
 /// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,

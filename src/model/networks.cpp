@@ -4,6 +4,8 @@
 
 #include <torch/nn/init.h>
 
+#include "matmul_toolkit/core/error.hpp"
+
 namespace mmt::model {
 namespace {
 
@@ -208,6 +210,63 @@ std::vector<std::pair<std::string, torch::Tensor>> RuntimeNetImpl::state_dict() 
         }
     }
     return out;
+}
+
+std::shared_ptr<RuntimeNetImpl> RuntimeNetImpl::average_of(
+    const std::vector<std::shared_ptr<RuntimeNetImpl>>& members) {
+    if (members.empty()) throw core::Error("ensemble", "no member networks");
+    const ModelSpec& spec = members.front()->m_spec;
+    if (spec.type != ModelType::base) throw core::Error("ensemble", "only base networks can be averaged");
+    for (const auto& m : members) {
+        if (m->m_spec.type != ModelType::base || m->m_spec.hidden_dims != spec.hidden_dims) {
+            throw core::Error("ensemble", "member networks differ in architecture");
+        }
+    }
+    const auto count = static_cast<std::int64_t>(members.size());
+    ModelSpec wide = spec;
+    for (int& width : wide.hidden_dims) width *= static_cast<int>(count);
+    const auto input_dim = static_cast<int>(members.front()->m_base->ptr(0)->as<torch::nn::LinearImpl>()->weight.size(1));
+    auto merged = std::make_shared<RuntimeNetImpl>(wide, input_dim);
+
+    torch::NoGradGuard no_grad;
+    const std::size_t layers = merged->m_base->size();
+    const std::size_t last = layers - 1;
+    for (std::size_t i = 0; i < layers; ++i) {
+        auto target = merged->m_base->ptr(i);
+        if (auto* linear = target->as<torch::nn::LinearImpl>()) {
+            std::vector<at::Tensor> weights, biases;
+            for (const auto& m : members) {
+                auto* source = m->m_base->ptr(i)->as<torch::nn::LinearImpl>();
+                weights.push_back(source->weight);
+                biases.push_back(source->bias);
+            }
+            if (i == 0) {  // every member reads the same input: stack the output rows
+                linear->weight.copy_(torch::cat(weights, 0));
+                linear->bias.copy_(torch::cat(biases, 0));
+            } else if (i == last) {  // mean of the members' outputs
+                linear->weight.copy_(torch::cat(weights, 1) / static_cast<double>(count));
+                linear->bias.copy_(torch::stack(biases).mean(0));
+            } else {  // each member's units see only that member's previous layer
+                linear->weight.copy_(torch::block_diag(weights));
+                linear->bias.copy_(torch::cat(biases, 0));
+            }
+        } else if (auto* norm = target->as<torch::nn::BatchNorm1dImpl>()) {
+            std::vector<at::Tensor> scale, shift, mean, var;
+            for (const auto& m : members) {
+                auto* source = m->m_base->ptr(i)->as<torch::nn::BatchNorm1dImpl>();
+                scale.push_back(source->weight);
+                shift.push_back(source->bias);
+                mean.push_back(source->running_mean);
+                var.push_back(source->running_var);
+            }
+            norm->weight.copy_(torch::cat(scale));
+            norm->bias.copy_(torch::cat(shift));
+            norm->running_mean.copy_(torch::cat(mean));
+            norm->running_var.copy_(torch::cat(var));
+        }
+    }
+    merged->eval();
+    return merged;
 }
 
 }  // namespace mmt::model

@@ -76,8 +76,16 @@ public:
     /// Parameters and buffers by their state-dict names.
     std::vector<std::pair<std::string, torch::Tensor>> state_dict() const;
 
+    const ModelSpec& spec() const { return m_spec; }
+
     /// The last Linear layer.
     torch::nn::Linear& output_layer() { return m_output; }
+
+    /// One base network whose eval-mode output is the mean of the members' (same spec,
+    /// same input): hidden layers side by side (widths × members, block-diagonal weights),
+    /// the output layer averaging them. Predictor, checkpoints and DenseNet take it as any
+    /// base network. Throws core::Error for deep members or differing specs.
+    static std::shared_ptr<RuntimeNetImpl> average_of(const std::vector<std::shared_ptr<RuntimeNetImpl>>& members);
 
 private:
     ModelSpec m_spec;

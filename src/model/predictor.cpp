@@ -365,6 +365,7 @@ void Predictor::save(const std::filesystem::path& path) const {
     root.set("hardware_name", PyValue::from_string(info.hardware_name));
     root.set("parallel_units", PyValue::from_int(info.parallel_units));
     root.set("vendor_rows", PyValue::from_int(info.vendor_rows ? 1 : 0));
+    root.set("ensemble", PyValue::from_int(info.ensemble));
 
     auto training = PyValue::make_dict();
     training.set("epochs_run", PyValue::from_int(info.epochs_run));
@@ -440,6 +441,7 @@ Predictor Predictor::load(const std::filesystem::path& path, const std::string& 
     if (info.parallel_units <= 0) file.fail("parallel_units is not positive");
     info.toolkit_version = file.has("toolkit_version") ? file.get_string("toolkit_version") : "";
     info.vendor_rows = file.has("vendor_rows") && file.get_int("vendor_rows") != 0;
+    info.ensemble = file.has("ensemble") ? static_cast<int>(file.get_int("ensemble")) : 1;
     if (file.has("hyperparameters")) {
         const auto hyper = file.sub("hyperparameters");
         if (hyper.has("learning_rate")) info.learning_rate = hyper.get_double("learning_rate");

@@ -107,6 +107,29 @@ std::size_t count_rows(const std::vector<ProblemGroup>& problems) {
     return rows;
 }
 
+namespace {
+
+// Fisher-Yates with mt19937_64 drawn by hand: std::shuffle's algorithm differs between
+// standard libraries, and the same seed must give the same split everywhere.
+std::vector<std::size_t> seeded_order(std::size_t count, std::uint64_t seed) {
+    std::vector<std::size_t> order(count);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937_64 rng(seed);
+    for (std::size_t i = count; i > 1; --i) {
+        const std::size_t j = static_cast<std::size_t>(rng() % i);
+        std::swap(order[i - 1], order[j]);
+    }
+    return order;
+}
+
+void sort_split(ProblemSplit& split) {
+    std::sort(split.train.begin(), split.train.end());
+    std::sort(split.validation.begin(), split.validation.end());
+    std::sort(split.test.begin(), split.test.end());
+}
+
+}  // namespace
+
 ProblemSplit split_by_problem(std::size_t num_problems, double validation_fraction,
                               double test_fraction, std::uint64_t seed) {
     if (validation_fraction <= 0.0 || test_fraction <= 0.0 ||
@@ -128,25 +151,43 @@ ProblemSplit split_by_problem(std::size_t num_problems, double validation_fracti
                                               "and test with these fractions");
     }
 
-    std::vector<std::size_t> order(num_problems);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    // Fisher-Yates with mt19937_64 drawn by hand: std::shuffle's algorithm differs between
-    // standard libraries, and the same seed must give the same split everywhere.
-    std::mt19937_64 rng(seed);
-    for (std::size_t i = num_problems - 1; i > 0; --i) {
-        const std::size_t j = static_cast<std::size_t>(rng() % (i + 1));
-        std::swap(order[i], order[j]);
-    }
-
+    const std::vector<std::size_t> order = seeded_order(num_problems, seed);
     ProblemSplit split;
     split.validation.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_val));
     split.test.assign(order.begin() + static_cast<std::ptrdiff_t>(n_val),
                       order.begin() + static_cast<std::ptrdiff_t>(n_val + n_test));
     split.train.assign(order.begin() + static_cast<std::ptrdiff_t>(n_val + n_test), order.end());
-    std::sort(split.train.begin(), split.train.end());
-    std::sort(split.validation.begin(), split.validation.end());
-    std::sort(split.test.begin(), split.test.end());
+    sort_split(split);
     return split;
+}
+
+std::vector<ProblemSplit> k_fold_splits(std::size_t num_problems, int folds, double validation_fraction,
+                                        std::uint64_t seed) {
+    if (folds < 2) throw core::InputError("--folds", "must be at least 2");
+    if (validation_fraction <= 0.0 || validation_fraction >= 1.0) {
+        throw core::InputError("--validation-fraction", "must be between 0 and 1");
+    }
+    // Each fold needs a test problem, and its rest a validation and a training problem.
+    if (num_problems < static_cast<std::size_t>(folds) || num_problems < 3) {
+        throw core::InputError("dataset", "only " + std::to_string(num_problems) + " problem(s) after filters; " +
+                                              std::to_string(folds) + "-fold cross-validation needs at least " +
+                                              std::to_string(std::max(folds, 3)));
+    }
+    const std::vector<std::size_t> order = seeded_order(num_problems, seed);
+    std::vector<ProblemSplit> splits(static_cast<std::size_t>(folds));
+    for (std::size_t f = 0; f < splits.size(); ++f) {
+        std::vector<std::size_t> rest;
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            (i % splits.size() == f ? splits[f].test : rest).push_back(order[i]);
+        }
+        const std::size_t n_val = std::min(
+            rest.size() - 1, std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(
+                                                          validation_fraction * static_cast<double>(rest.size())))));
+        splits[f].validation.assign(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n_val));
+        splits[f].train.assign(rest.begin() + static_cast<std::ptrdiff_t>(n_val), rest.end());
+        sort_split(splits[f]);
+    }
+    return splits;
 }
 
 std::vector<ProblemGroup> select_problems(const std::vector<ProblemGroup>& problems,

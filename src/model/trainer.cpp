@@ -113,6 +113,10 @@ void validate_train_options(const TrainOptions& o) {
     if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
+    if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
+    if (o.ensemble > 1 && o.model.type != ModelType::base) {
+        throw core::InputError("--ensemble", "averages base networks only (use --model-type base)");
+    }
 }
 
 namespace {
@@ -164,85 +168,32 @@ void restore_state(RuntimeNet& net, const StateCopy& copy) {
     for (std::size_t i = 0; i < state.size(); ++i) state[i].second.copy_(copy[i]);
 }
 
-}  // namespace
-
-std::string default_training_device() { return torch::cuda::is_available() ? "cuda" : "cpu"; }
-
-void check_training_device(const std::string& device) {
-    if (device == "cpu") return;
-    if (device != "cuda") throw core::InputError("--device", "unknown device '" + device + "' (expected cpu or cuda)");
-    if (!torch::cuda::is_available()) {
-        throw core::InputError("--device", "cuda requested but LibTorch sees no CUDA device "
-                                           "(this LibTorch build or machine has no usable GPU)");
-    }
-}
-
-TrainResult train_model(const core::Dataset& dataset, const std::string& source, const TrainOptions& options) {
-    return train_model(group_problems(dataset, source), options);
-}
-
-TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options) {
-    validate_train_options(options);
-    check_training_device(options.device);
-    const c10::Device device = options.device == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
-
-    TrainResult result;
-    result.split = split_by_problem(problems.size(), options.validation_fraction,
-                                    options.test_fraction, options.seed);
-
-    HardwareCache hardware;
-    FeatureRows train = build_rows(problems, result.split.train, hardware);
-    FeatureRows val = build_rows(problems, result.split.validation, hardware);
-    result.train_rows = train.rows;
-    result.validation_rows = val.rows;
-    result.test_rows = count_rows(select_problems(problems, result.split.test));
-    if (train.rows < 2) {
-        throw core::InputError("dataset", "the training split has fewer than two timed configs");
-    }
-
-    ModelInfo info;
-    info.spec = options.model;
-    info.feature_names = feature_names();
-    standardisation_stats(train, info.feature_mean, info.feature_std);
-    info.hardware_name = hardware_names(problems);
-    info.parallel_units = hardware.units(problems.front().hardware);
-    info.toolkit_version = MMT_VERSION_STRING;
-    info.learning_rate = options.learning_rate;
-    info.weight_decay = options.weight_decay;
-    info.batch_size = options.batch_size;
-    info.num_epochs = options.num_epochs;
-    info.patience = options.patience;
-    info.seed = std::to_string(options.seed);
-    info.train_problems = result.split.train.size();
-    info.train_rows = train.rows;
-    info.vendor_rows = options.vendor_rows;
-
-    // Standardise once, up front: the tensors on the device are final.
-    {
-        const std::size_t width = num_features();
-        std::vector<float> inv(width);
-        for (std::size_t j = 0; j < width; ++j) inv[j] = 1.0f / info.feature_std[j];
-        for (FeatureRows* rows : {&train, &val}) {
-            for (std::size_t r = 0; r < rows->rows; ++r) {
-                float* row = rows->x.data() + r * width;
-                for (std::size_t j = 0; j < width; ++j) row[j] = (row[j] - info.feature_mean[j]) * inv[j];
-            }
-        }
-    }
+/// The training split's rows and both splits' tensors, standardised, on the device.
+struct TrainingData {
+    FeatureRows train;
     double target_mean = 0.0;
-    for (float v : train.y) target_mean += v;
-    target_mean /= static_cast<double>(train.rows);
+    at::Tensor x_train, y_train, x_val, y_val;
+};
 
-    torch::manual_seed(options.seed);
-    RuntimeNet net(options.model, static_cast<int>(num_features()));
-    net->initialise(target_mean);
+/// One network trained with early stopping; its best epoch's weights restored.
+struct Fit {
+    RuntimeNet net;
+    std::vector<EpochStats> history;
+    int best_epoch = 0;
+    double best_loss = std::numeric_limits<double>::infinity();
+    bool stopped_early = false;
+    bool interrupted = false;
+};
+
+Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint64_t seed, int member,
+                const c10::Device& device) {
+    torch::manual_seed(seed);
+    Fit fit{RuntimeNet(options.model, static_cast<int>(num_features()))};
+    RuntimeNet& net = fit.net;
+    net->initialise(data.target_mean);
     net->to(device);
-
-    const auto width = static_cast<std::int64_t>(num_features());
-    const at::Tensor x_train = to_tensor(train.x, static_cast<std::int64_t>(train.rows), width, device);
-    const at::Tensor y_train = to_tensor(train.y, static_cast<std::int64_t>(train.rows), 1, device);
-    const at::Tensor x_val = to_tensor(val.x, static_cast<std::int64_t>(val.rows), width, device);
-    const at::Tensor y_val = to_tensor(val.y, static_cast<std::int64_t>(val.rows), 1, device);
+    const FeatureRows& train = data.train;
+    const at::Tensor &x_train = data.x_train, &y_train = data.y_train, &x_val = data.x_val, &y_val = data.y_val;
 
     torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(options.learning_rate)
                                                         .weight_decay(options.weight_decay));
@@ -318,7 +269,7 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
             rows_used += end - batch_start;
         }
         if (stop) {
-            result.interrupted = true;
+            fit.interrupted = true;
             break;
         }
         const double train_loss = loss_sum.item<double>() / static_cast<double>(std::max<std::int64_t>(rows_used, 1));
@@ -334,6 +285,7 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
 
         EpochStats stats;
         stats.epoch = epoch;
+        stats.member = member;
         stats.train_loss = train_loss;
         stats.validation_loss = val_loss;
         stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
@@ -341,22 +293,136 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
         stats.improved = val_loss < best_loss;
         if (stats.improved) {
             best_loss = val_loss;
-            result.best_epoch = epoch;
+            fit.best_epoch = epoch;
             best_state = copy_state(net);
             epochs_without_improvement = 0;
         } else {
             ++epochs_without_improvement;
         }
-        result.history.push_back(stats);
+        fit.history.push_back(stats);
         if (options.on_epoch) options.on_epoch(stats);
         if (epochs_without_improvement >= options.patience) {
-            result.stopped_early = epoch < options.num_epochs;
+            fit.stopped_early = epoch < options.num_epochs;
             break;
         }
     }
 
     restore_state(net, best_state);
     net->eval();
+    fit.best_loss = best_loss;
+    return fit;
+}
+
+}  // namespace
+
+std::string default_training_device() { return torch::cuda::is_available() ? "cuda" : "cpu"; }
+
+void check_training_device(const std::string& device) {
+    if (device == "cpu") return;
+    if (device != "cuda") throw core::InputError("--device", "unknown device '" + device + "' (expected cpu or cuda)");
+    if (!torch::cuda::is_available()) {
+        throw core::InputError("--device", "cuda requested but LibTorch sees no CUDA device "
+                                           "(this LibTorch build or machine has no usable GPU)");
+    }
+}
+
+TrainResult train_model(const core::Dataset& dataset, const std::string& source, const TrainOptions& options) {
+    return train_model(group_problems(dataset, source), options);
+}
+
+TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options) {
+    validate_train_options(options);
+    check_training_device(options.device);
+    const c10::Device device = options.device == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+
+    TrainResult result;
+    result.split = options.split ? *options.split
+                                 : split_by_problem(problems.size(), options.validation_fraction,
+                                                    options.test_fraction, options.seed);
+
+    HardwareCache hardware;
+    FeatureRows train = build_rows(problems, result.split.train, hardware);
+    FeatureRows val = build_rows(problems, result.split.validation, hardware);
+    result.train_rows = train.rows;
+    result.validation_rows = val.rows;
+    result.test_rows = count_rows(select_problems(problems, result.split.test));
+    if (train.rows < 2) {
+        throw core::InputError("dataset", "the training split has fewer than two timed configs");
+    }
+
+    ModelInfo info;
+    info.spec = options.model;
+    info.feature_names = feature_names();
+    standardisation_stats(train, info.feature_mean, info.feature_std);
+    info.hardware_name = hardware_names(problems);
+    info.parallel_units = hardware.units(problems.front().hardware);
+    info.toolkit_version = MMT_VERSION_STRING;
+    info.learning_rate = options.learning_rate;
+    info.weight_decay = options.weight_decay;
+    info.batch_size = options.batch_size;
+    info.num_epochs = options.num_epochs;
+    info.patience = options.patience;
+    info.seed = std::to_string(options.seed);
+    info.train_problems = result.split.train.size();
+    info.train_rows = train.rows;
+    info.vendor_rows = options.vendor_rows;
+
+    // Standardise once, up front: the tensors on the device are final.
+    {
+        const std::size_t width = num_features();
+        std::vector<float> inv(width);
+        for (std::size_t j = 0; j < width; ++j) inv[j] = 1.0f / info.feature_std[j];
+        for (FeatureRows* rows : {&train, &val}) {
+            for (std::size_t r = 0; r < rows->rows; ++r) {
+                float* row = rows->x.data() + r * width;
+                for (std::size_t j = 0; j < width; ++j) row[j] = (row[j] - info.feature_mean[j]) * inv[j];
+            }
+        }
+    }
+    TrainingData data;
+    data.train = std::move(train);
+    for (float v : data.train.y) data.target_mean += v;
+    data.target_mean /= static_cast<double>(data.train.rows);
+    const auto width = static_cast<std::int64_t>(num_features());
+    data.x_train = to_tensor(data.train.x, static_cast<std::int64_t>(data.train.rows), width, device);
+    data.y_train = to_tensor(data.train.y, static_cast<std::int64_t>(data.train.rows), 1, device);
+    data.x_val = to_tensor(val.x, static_cast<std::int64_t>(val.rows), width, device);
+    data.y_val = to_tensor(val.y, static_cast<std::int64_t>(val.rows), 1, device);
+
+    // Ensemble members differ only in their seed (initial weights, batch order); the
+    // first member's history is the run's history.
+    std::vector<std::shared_ptr<RuntimeNetImpl>> members;
+    double best_loss = 0.0;
+    for (int member = 0; member < options.ensemble; ++member) {
+        Fit fit = fit_network(data, options, options.seed + static_cast<std::uint64_t>(member), member, device);
+        if (member == 0) {
+            result.history = fit.history;
+            result.best_epoch = fit.best_epoch;
+            result.stopped_early = fit.stopped_early;
+            best_loss = fit.best_loss;
+        }
+        if (fit.interrupted) {
+            result.interrupted = true;
+            if (fit.best_epoch == 0) break;  // this member never finished an epoch
+        }
+        members.push_back(fit.net.ptr());
+        if (result.interrupted) break;
+    }
+    if (members.empty()) {  // interrupted before the first epoch: an untrained network
+        torch::manual_seed(options.seed);
+        members.push_back(RuntimeNet(options.model, static_cast<int>(num_features())).ptr());
+        members.back()->initialise(data.target_mean);
+        members.back()->to(device);
+    }
+    RuntimeNet net = members.size() == 1 ? RuntimeNet(members.front()) : RuntimeNet(RuntimeNetImpl::average_of(members));
+    net->to(device);
+    net->eval();
+    if (members.size() > 1) {
+        info.spec = net->spec();
+        best_loss = evaluate_loss(net, data.x_val, data.y_val);
+    }
+    info.ensemble = static_cast<int>(members.size());
+
     result.best_validation_loss = best_loss;
     info.epochs_run = static_cast<int>(result.history.size());
     info.best_epoch = result.best_epoch;
@@ -367,6 +433,40 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
     // inference over the test split takes a moment.
     result.test_report = evaluate_model(result.model, select_problems(problems, result.split.test),
                                         options.top_n_worst);
+    return result;
+}
+
+CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
+                                     int folds, const std::function<void(std::size_t, const FoldResult&)>& on_fold) {
+    validate_train_options(options);
+    const auto splits = k_fold_splits(problems.size(), folds, options.validation_fraction, options.seed);
+    CrossValidationResult result;
+    std::vector<ProblemGroup> held_out;
+    std::vector<std::vector<double>> predictions;
+    for (std::size_t f = 0; f < splits.size(); ++f) {
+        TrainOptions fold_options = options;
+        fold_options.split = splits[f];
+        fold_options.on_epoch = nullptr;
+        const auto start = Clock::now();
+        TrainResult trained = train_model(problems, fold_options);
+        if (trained.interrupted) {
+            result.interrupted = true;
+            break;
+        }
+        FoldResult fold;
+        fold.train_problems = splits[f].train.size();
+        fold.test_problems = splits[f].test.size();
+        fold.best_epoch = trained.best_epoch;
+        fold.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        fold.report = std::move(trained.test_report);
+        auto fold_problems = select_problems(problems, splits[f].test);
+        auto fold_predictions = predict_problems(trained.model, fold_problems);
+        std::move(fold_problems.begin(), fold_problems.end(), std::back_inserter(held_out));
+        std::move(fold_predictions.begin(), fold_predictions.end(), std::back_inserter(predictions));
+        if (on_fold) on_fold(f, fold);
+        result.folds.push_back(std::move(fold));
+    }
+    if (!held_out.empty()) result.pooled = evaluate_predictions(held_out, predictions, options.top_n_worst);
     return result;
 }
 

@@ -144,4 +144,28 @@ std::vector<std::filesystem::path> write_training_logs(const TrainResult& result
     return paths;
 }
 
+std::string cross_validation_json(const CrossValidationResult& result) {
+    nlohmann::ordered_json j;
+    j["folds"] = nlohmann::ordered_json::array();
+    for (const auto& fold : result.folds) {
+        j["folds"].push_back({{"train_problems", fold.train_problems},
+                              {"test_problems", fold.test_problems},
+                              {"best_epoch", fold.best_epoch},
+                              {"seconds", fold.seconds},
+                              {"test", report_json(fold.report)}});
+    }
+    j["pooled"] = report_json(result.pooled);
+    return j.dump(2) + "\n";
+}
+
+std::filesystem::path write_cross_validation_log(const CrossValidationResult& result,
+                                                 const std::filesystem::path& log_dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(log_dir, ec);
+    if (ec) throw core::InputError(log_dir.string(), "cannot create the log directory: " + ec.message());
+    const auto path = log_dir / "cv_metrics.json";
+    core::write_file_atomically(path, cross_validation_json(result));
+    return path;
+}
+
 }  // namespace mmt::model

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
@@ -46,6 +47,28 @@ TEST_F(TrainCommand, TrainsSavesTheModelAndWritesTheLogs) {
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
 }
 
+TEST_F(TrainCommand, FoldsCrossValidateThenTrainTheModel) {
+    const auto r = train({"--dataset", testing::sample_dataset(), "--folds", "3"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("3-fold cross-validation by problem"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("fold 3/3"), std::string::npos) << r.err;
+    const auto cv = nlohmann::json::parse(testing::slurp(dir / "logs" / "cv_metrics.json"));
+    EXPECT_EQ(cv["folds"].size(), 3u);
+    EXPECT_TRUE(cv["pooled"]["overall"]["regret"]["p95"].is_number());
+    EXPECT_TRUE(fs::exists(dir / "m.pt"));
+}
+
+TEST_F(TrainCommand, TuneAndEnsemblePrintWhatTheyDid) {
+    auto r = train({"--dataset", testing::sample_dataset(), "--tune", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("val_top1"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("trial 2/2"), std::string::npos) << r.err;
+    r = train({"--dataset", testing::sample_dataset(), "--ensemble", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("member 2/2"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("x2 (ensemble"), std::string::npos) << r.out;
+}
+
 TEST_F(TrainCommand, ReadsADirectoryOfDatasetFiles) {
     fs::create_directories(dir / "data");
     fs::copy_file(testing::sample_dataset(), dir / "data" / "part1.json");
@@ -81,6 +104,9 @@ TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
         {{"--dataset", testing::sample_dataset(), "--hidden-dims", "16,,8"}, "error: --hidden-dims"},
         {{"--dataset", testing::sample_dataset(), "--learning-rate", "-1"}, "error: --learning-rate"},
         {{"--dataset", testing::sample_dataset(), "--model", dir.string()}, "error: --model"},
+        {{"--dataset", testing::sample_dataset(), "--folds", "1"}, "error: --folds"},
+        {{"--dataset", testing::sample_dataset(), "--ensemble", "0"}, "error: --ensemble"},
+        {{"--dataset", testing::sample_dataset(), "--tune", "-2"}, "error: --tune"},
     };
     for (const auto& c : cases) {
         const auto r = train(c.args);

@@ -153,5 +153,35 @@ TEST(Split, TooFewProblemsIsAClearError) {
     EXPECT_THROW(split_by_problem(10, 0.0, 0.2, 1), core::InputError);
 }
 
+TEST(KFold, EveryProblemIsTestedOnceAndNeverTrainedOnInItsFold) {
+    const std::size_t n = 23;
+    const auto folds = k_fold_splits(n, 5, 0.2, 42);
+    ASSERT_EQ(folds.size(), 5u);
+    std::vector<int> tested(n, 0);
+    for (const auto& fold : folds) {
+        EXPECT_GE(fold.test.size(), 4u);
+        EXPECT_LE(fold.test.size(), 5u);
+        EXPECT_FALSE(fold.validation.empty());
+        EXPECT_EQ(fold.train.size() + fold.validation.size() + fold.test.size(), n);
+        std::set<std::size_t> seen(fold.train.begin(), fold.train.end());
+        for (auto i : fold.validation) EXPECT_TRUE(seen.insert(i).second);
+        for (auto i : fold.test) {
+            EXPECT_TRUE(seen.insert(i).second);
+            ++tested[i];
+        }
+    }
+    for (int count : tested) EXPECT_EQ(count, 1);
+    const auto again = k_fold_splits(n, 5, 0.2, 42);
+    for (std::size_t f = 0; f < folds.size(); ++f) EXPECT_EQ(folds[f].test, again[f].test);
+    EXPECT_NE(k_fold_splits(n, 5, 0.2, 7)[0].test, folds[0].test);
+}
+
+TEST(KFold, RejectsTooFewFoldsOrProblems) {
+    EXPECT_THROW(k_fold_splits(10, 1, 0.2, 1), core::InputError);
+    EXPECT_THROW(k_fold_splits(4, 5, 0.2, 1), core::InputError);
+    EXPECT_THROW(k_fold_splits(10, 5, 0.0, 1), core::InputError);
+    EXPECT_NO_THROW(k_fold_splits(5, 5, 0.2, 1));
+}
+
 }  // namespace
 }  // namespace mmt::model

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/tuner.hpp"
 #include "synthetic_data.hpp"
 
 namespace mmt::model {
@@ -164,6 +165,84 @@ TEST(Trainer, BadInputIsAClearError) {
     options = small_options();
     options.device = "tpu";
     EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
+}
+
+// An ensemble is one network whose prediction is the mean (in log space) of its members,
+// each trained alone with its own seed on the same split.
+TEST(Trainer, EnsembleIsTheMeanOfItsMembers) {
+    const auto problems = group_problems(testing::synthetic_dataset(20, 4), "synthetic");
+    auto options = small_options();
+    options.num_epochs = 4;
+    options.split = split_by_problem(problems.size(), 0.2, 0.2, 5);
+    options.ensemble = 3;
+    const auto ensemble = train_model(problems, options);
+    EXPECT_EQ(ensemble.model.info().ensemble, 3);
+    EXPECT_EQ(ensemble.model.info().spec.hidden_dims, (std::vector<int>{192, 192}));
+    options.ensemble = 1;
+    std::vector<std::vector<double>> mean;
+    for (int member = 0; member < 3; ++member) {
+        options.seed = small_options().seed + static_cast<std::uint64_t>(member);
+        const auto single = predict_problems(train_model(problems, options).model, problems);
+        if (mean.empty()) mean.assign(single.size(), {});
+        for (std::size_t p = 0; p < single.size(); ++p) {
+            mean[p].resize(single[p].size(), 0.0);
+            for (std::size_t i = 0; i < single[p].size(); ++i) mean[p][i] += single[p][i] / 3.0;
+        }
+    }
+    const auto merged = predict_problems(ensemble.model, problems);
+    for (std::size_t p = 0; p < merged.size(); ++p) {
+        for (std::size_t i = 0; i < merged[p].size(); ++i) EXPECT_NEAR(merged[p][i], mean[p][i], 1e-4);
+    }
+    options.model.type = ModelType::deep;
+    options.ensemble = 2;
+    EXPECT_THROW(train_model(problems, options), core::InputError);
+}
+
+TEST(CrossValidation, PredictsEveryProblemWithTheModelThatDidNotSeeIt) {
+    const auto problems = group_problems(testing::synthetic_dataset(60, 5), "synthetic");
+    std::size_t calls = 0;
+    const auto result = cross_validate(problems, small_options(), 4,
+                                       [&](std::size_t fold, const FoldResult&) { EXPECT_EQ(fold, calls++); });
+    ASSERT_EQ(result.folds.size(), 4u);
+    EXPECT_EQ(calls, 4u);
+    std::size_t tested = 0;
+    for (const auto& fold : result.folds) {
+        tested += fold.test_problems;
+        EXPECT_EQ(fold.report.overall.problems, fold.test_problems);
+        EXPECT_GE(problems.size() - fold.train_problems - fold.test_problems, 1u);  // validation
+    }
+    EXPECT_EQ(tested, problems.size());
+    EXPECT_EQ(result.pooled.overall.problems, problems.size());
+    EXPECT_GT(result.pooled.overall.r2, 0.9) << format_report(result.pooled);
+    EXPECT_GT(result.pooled.overall.top_k_achieved[0], 0.9) << format_report(result.pooled);
+    EXPECT_THROW(cross_validate(problems, small_options(), 1), core::InputError);
+}
+
+// Trial 0 is the options as given; the others are drawn from the seed (same seed, same
+// trials); the best trial's model is returned with its test report.
+TEST(Tuner, TrialZeroIsTheGivenOptionsAndTheSeedFixesTheDraws) {
+    const auto problems = group_problems(testing::synthetic_dataset(20, 4), "synthetic");
+    auto options = small_options();
+    options.num_epochs = 3;
+    const auto a = tune_model(problems, options, 3);
+    ASSERT_EQ(a.trials.size(), 3u);
+    EXPECT_EQ(a.trials[0].model.hidden_dims, options.model.hidden_dims);
+    EXPECT_DOUBLE_EQ(a.trials[0].learning_rate, options.learning_rate);
+    ASSERT_LT(a.best, 3u);
+    for (const auto& t : a.trials) {
+        if (&t == &a.trials[a.best]) continue;
+        EXPECT_GE(a.trials[a.best].validation.top_k_achieved[0], t.validation.top_k_achieved[0]);
+    }
+    EXPECT_EQ(a.best_result.model.info().spec.hidden_dims, a.trials[a.best].model.hidden_dims);
+    EXPECT_EQ(a.best_result.test_report.overall.problems, a.best_result.split.test.size());
+    const auto b = tune_model(problems, options, 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(a.trials[i].model.hidden_dims, b.trials[i].model.hidden_dims);
+        EXPECT_DOUBLE_EQ(a.trials[i].learning_rate, b.trials[i].learning_rate);
+        EXPECT_DOUBLE_EQ(a.trials[i].weight_decay, b.trials[i].weight_decay);
+    }
+    EXPECT_NE(format_tune_table(a).find("*"), std::string::npos);
+    EXPECT_THROW(tune_model(problems, options, 0), core::InputError);
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ struct ModelInfo {
     /// Trained with each problem's fastest vendor-library (aten_*) entry as a row
     /// (with_reference_rows): its predictions rank ATen beside the kernel configs.
     bool vendor_rows = false;
+    /// Networks averaged into this one (train --ensemble); 1 for a single network.
+    int ensemble = 1;
 };
 
 /// One row to predict. parallel_units 0 means the model's own hardware.

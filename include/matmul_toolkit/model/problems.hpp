@@ -64,6 +64,13 @@ struct ProblemSplit {
 ProblemSplit split_by_problem(std::size_t num_problems, double validation_fraction,
                               double test_fraction, std::uint64_t seed);
 
+/// K-fold cross-validation by problem: the seeded order of split_by_problem cut into
+/// `folds` test sets (every problem in exactly one); of each fold's other problems,
+/// round(validation_fraction · rest) go to validation (early stopping), the others to
+/// train. Throws core::InputError on fewer than 2 folds or too few problems.
+std::vector<ProblemSplit> k_fold_splits(std::size_t num_problems, int folds, double validation_fraction,
+                                        std::uint64_t seed);
+
 /// The problems at `indices`, in that order.
 std::vector<ProblemGroup> select_problems(const std::vector<ProblemGroup>& problems,
                                           const std::vector<std::size_t>& indices);

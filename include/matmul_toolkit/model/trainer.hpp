@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct EpochStats {
     double seconds = 0.0;          ///< wall time of the epoch (training + validation pass)
     double rows_per_second = 0.0;  ///< training rows processed per second of the training pass
     bool improved = false;         ///< validation loss is the best so far
+    int member = 0;                ///< ensemble member (0-based) this epoch trained
 };
 
 struct TrainOptions {
@@ -44,6 +46,11 @@ struct TrainOptions {
     /// against the measured offset) added to the MSE of ln time; 0 trains on the MSE alone.
     /// Above 0 every batch holds whole problems (at least batch_size rows).
     double ranking_weight = 0.0;
+    /// Networks trained with seeds seed, seed + 1, ... on the same split and averaged in
+    /// log space into one network (base models only).
+    int ensemble = 1;
+    /// The split to use instead of split_by_problem (cross-validation folds).
+    std::optional<ProblemSplit> split;
     /// Called after every epoch (progress lines).
     std::function<void(const EpochStats&)> on_epoch;
     /// Polled between batches; returning true ends training early (Ctrl-C) with the best
@@ -79,6 +86,28 @@ void validate_train_options(const TrainOptions& options);
 /// Trains on already grouped problems (every problem keeps its configs in one split).
 /// Throws core::InputError on too few problems or bad options.
 TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options);
+
+/// One fold's outcome in cross_validate.
+struct FoldResult {
+    std::size_t train_problems = 0;
+    std::size_t test_problems = 0;
+    int best_epoch = 0;
+    double seconds = 0.0;  ///< wall time of the fold's training
+    EvaluationReport report;  ///< on the fold's held-out problems
+};
+
+struct CrossValidationResult {
+    std::vector<FoldResult> folds;
+    /// Every problem predicted by the model that did not see it, evaluated together.
+    EvaluationReport pooled;
+    bool interrupted = false;
+};
+
+/// K-fold cross-validation by problem (k_fold_splits with options.validation_fraction
+/// and options.seed): trains one model per fold with `options` and evaluates it on the
+/// fold. `on_fold` (optional) is called after each fold.
+CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
+                                     int folds, const std::function<void(std::size_t, const FoldResult&)>& on_fold = {});
 
 /// Groups the dataset (`source` names it in errors), then trains.
 TrainResult train_model(const core::Dataset& dataset, const std::string& source,

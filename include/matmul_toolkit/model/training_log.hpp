@@ -25,4 +25,12 @@ std::string test_metrics_json(const TrainResult& result);
 std::vector<std::filesystem::path> write_training_logs(const TrainResult& result,
                                                        const std::filesystem::path& log_dir);
 
+/// cv_metrics.json: per fold its sizes, best epoch, seconds and held-out report, then the
+/// pooled report over all folds.
+std::string cross_validation_json(const CrossValidationResult& result);
+
+/// Writes cv_metrics.json into `log_dir` (created if needed) atomically; returns its path.
+std::filesystem::path write_cross_validation_log(const CrossValidationResult& result,
+                                                 const std::filesystem::path& log_dir);
+
 }  // namespace mmt::model
