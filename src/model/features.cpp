@@ -1,6 +1,7 @@
 #include "matmul_toolkit/model/features.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 
@@ -82,19 +83,57 @@ const std::vector<std::string> kProblemFeatureNames = {
 };
 
 enum ConfigFeature : std::size_t {
-    kLog2BlockM, kLog2BlockN, kLog2BlockK, kLog2GroupM, kNumStages, kLog2NumWarps, kEvenK,
-    kAllowTf32, kLog2Tiles, kLog2Waves, kLastWaveUtilisation, kMnPaddingWaste, kKPaddingWaste,
-    kLog2KIterations, kLog2SmemBytesPerCta, kLog2PaddedFlops, kNumConfigFeatures
+    kLog2BlockM, kLog2BlockN, kLog2BlockK, kLog2GroupM, kNumStages, kLog2NumWarps,
+    kLog2AccumulatorsPerThread, kLog2TileIntensity, kEvenK, kAllowTf32, kLog2Tiles, kLog2Waves,
+    kLastWaveUtilisation, kMnPaddingWaste, kKPaddingWaste, kLog2KIterations, kLog2SmemBytesPerCta,
+    kLog2PaddedFlops, kSmemFraction, kLog2CtasPerSm, kLog2ResidentWaves, kNumConfigFeatures
 };
-/// kLog2BlockM .. kLog2NumWarps: what is_config_only_feature() reports.
+/// kLog2BlockM .. kLog2TileIntensity: what is_config_only_feature() reports.
 constexpr std::size_t kNumConfigOnlyFeatures = kEvenK;
 
 const std::vector<std::string> kConfigFeatureNames = {
     "log2_block_m", "log2_block_n", "log2_block_k", "log2_group_m", "num_stages",
-    "log2_num_warps", "even_k", "allow_tf32", "log2_tiles", "log2_waves",
-    "last_wave_utilisation", "mn_padding_waste", "k_padding_waste", "log2_k_iterations",
-    "log2_smem_bytes_per_cta", "log2_padded_flops",
+    "log2_num_warps", "log2_accumulators_per_thread", "log2_tile_intensity", "even_k", "allow_tf32",
+    "log2_tiles", "log2_waves", "last_wave_utilisation", "mn_padding_waste", "k_padding_waste",
+    "log2_k_iterations", "log2_smem_bytes_per_cta", "log2_padded_flops", "smem_fraction",
+    "log2_ctas_per_sm", "log2_resident_waves",
 };
+
+// Occupancy is estimated against Hopper's limits (the GPUs the shipped data comes from):
+// per SM 228 KiB of shared memory (227 KiB for one block), 64 warps, 64 Ki registers.
+constexpr double kSmemPerBlock = 227.0 * 1024;
+constexpr double kSmemPerSm = 228.0 * 1024;
+constexpr int kWarpsPerSm = 64;
+constexpr double kRegistersPerSm = 65536;
+// Registers a thread needs besides its fp32 accumulators (addresses, loop state, loaded
+// fragments): a rough constant; the cap is the hardware's 255 per thread.
+constexpr double kOtherRegisters = 40;
+
+/// log2 of every count ctas_per_sm can return (1 .. kWarpsPerSm).
+const std::array<double, kWarpsPerSm + 1> kLog2Ctas = [] {
+    std::array<double, kWarpsPerSm + 1> table{};
+    for (std::size_t i = 1; i < table.size(); ++i) table[i] = std::log2(static_cast<double>(i));
+    return table;
+}();
+
+/// fp32 accumulator elements each thread holds: block_m · block_n / (32 · num_warps).
+double accumulators_per_thread(std::int64_t block_m, std::int64_t block_n, int num_warps) {
+    return static_cast<double>(block_m) * static_cast<double>(block_n) / (32.0 * num_warps);
+}
+
+/// FLOPs per element loaded into shared memory per K step: 2 · bm · bn / (bm + bn).
+double tile_intensity(std::int64_t block_m, std::int64_t block_n) {
+    return 2.0 * static_cast<double>(block_m) * static_cast<double>(block_n) / static_cast<double>(block_m + block_n);
+}
+
+/// CTAs one SM holds at once, limited by shared memory, warps and registers (at least 1).
+double ctas_per_sm(double smem_bytes, int num_warps, double accumulators) {
+    const double registers = std::min(255.0, accumulators + kOtherRegisters) * 32.0 * num_warps;
+    const double by_smem = std::floor(kSmemPerSm / smem_bytes);
+    const double by_warps = std::floor(static_cast<double>(kWarpsPerSm) / num_warps);
+    const double by_registers = std::floor(kRegistersPerSm / registers);
+    return std::max(1.0, std::min({by_smem, by_warps, by_registers}));
+}
 
 void require_positive(std::int64_t value, const char* field, const std::string& subject) {
     if (value <= 0) {
@@ -219,6 +258,9 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
     f[kLog2GroupM] = static_cast<float>(log2d(config.group_m));
     f[kNumStages] = static_cast<float>(config.num_stages);
     f[kLog2NumWarps] = static_cast<float>(log2d(config.num_warps));
+    const double accumulators = accumulators_per_thread(bm, bn, config.num_warps);
+    f[kLog2AccumulatorsPerThread] = static_cast<float>(log2d(accumulators));
+    f[kLog2TileIntensity] = static_cast<float>(log2d(tile_intensity(bm, bn)));
     f[kEvenK] = config.even_k ? 1.0f : 0.0f;
     f[kAllowTf32] = config.allow_tf32 ? 1.0f : 0.0f;
     f[kLog2Tiles] = static_cast<float>(log2d(tiles));
@@ -231,6 +273,10 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
     f[kLog2SmemBytesPerCta] = static_cast<float>(log2d(smem));
     f[kLog2PaddedFlops] =
         static_cast<float>(log2d(2.0 * static_cast<double>(m_b) * padded_m * padded_n * padded_k));
+    const double ctas = ctas_per_sm(smem, config.num_warps, accumulators);
+    f[kSmemFraction] = static_cast<float>(smem / kSmemPerBlock);
+    f[kLog2CtasPerSm] = static_cast<float>(log2d(ctas));
+    f[kLog2ResidentWaves] = static_cast<float>(log2d(tiles / (units * ctas)));
 }
 
 bool is_config_only_feature(std::size_t index) {
@@ -264,7 +310,7 @@ struct Axis {
 }  // namespace
 
 SpaceFeatures::SpaceFeatures(const std::vector<core::GemmConfig>& configs) {
-    static_assert(kNumConfigFeatures == 16, "keep the enum and the name list in step");
+    static_assert(kNumConfigFeatures == 21, "keep the enum and the name list in step");
     m_configs.reserve(configs.size());
     for (const auto& c : configs) {
         require_positive_fields(c);
@@ -278,6 +324,12 @@ SpaceFeatures::SpaceFeatures(const std::vector<core::GemmConfig>& configs) {
         p.fixed[kLog2GroupM] = static_cast<float>(log2d(c.group_m));
         p.fixed[kNumStages] = static_cast<float>(c.num_stages);
         p.fixed[kLog2NumWarps] = static_cast<float>(log2d(c.num_warps));
+        p.accumulators = accumulators_per_thread(c.block_m, c.block_n, c.num_warps);
+        p.fixed[kLog2AccumulatorsPerThread] = static_cast<float>(log2d(p.accumulators));
+        p.fixed[kLog2TileIntensity] = static_cast<float>(log2d(tile_intensity(c.block_m, c.block_n)));
+        p.num_warps = c.num_warps;
+        p.smem_elements = static_cast<double>((static_cast<std::int64_t>(c.block_m) + c.block_n) * c.block_k *
+                                              c.num_stages);
         p.log2_smem_elements = log2d(static_cast<double>((static_cast<std::int64_t>(c.block_m) + c.block_n) *
                                                          c.block_k * c.num_stages));
         m_configs.push_back(p);
@@ -318,6 +370,13 @@ void SpaceFeatures::write_config_part(const ProblemFeatures& problem, bool allow
         f[kLog2SmemBytesPerCta] = static_cast<float>(c.log2_smem_elements + log2_dtype_size);
         f[kLog2PaddedFlops] = static_cast<float>(log2_twice_batch + m.log2_padded[c.m] +
                                                  n.log2_padded[c.n] + k.log2_padded[c.k]);
+        const double smem = c.smem_elements * problem.m_dtype_size;
+        // CTAs per SM is a small whole number (at most 64 / num_warps): its logarithm comes
+        // from a table, keeping a problem free of logarithms per config.
+        const double log2_ctas = kLog2Ctas[static_cast<std::size_t>(ctas_per_sm(smem, c.num_warps, c.accumulators))];
+        f[kSmemFraction] = static_cast<float>(smem / kSmemPerBlock);
+        f[kLog2CtasPerSm] = static_cast<float>(log2_ctas);
+        f[kLog2ResidentWaves] = static_cast<float>(log2_tiles - log2_units - log2_ctas);
     }
 }
 

@@ -108,6 +108,24 @@ TEST(Features, BmmFullWavesHaveNoWaste) {
     EXPECT_FLOAT_EQ(f["log2_arithmetic_intensity"], static_cast<float>(std::log2(134217728.0 / 1572864.0)));
 }
 
+TEST(Features, OccupancyFeaturesFollowHopperLimits) {
+    // 128x128x64, 3 stages, 4 warps, float16 on 132 SMs; M = N = 1024: 64 tiles.
+    auto f = named(compute_features("mm", core::make_shape(1, 1024, 1024, 1024, "float16"),
+                                    config(128, 128, 64, 8, 3, 4), 132));
+    EXPECT_FLOAT_EQ(f["log2_accumulators_per_thread"], 7.0f);  // 128·128 / 128 threads
+    EXPECT_FLOAT_EQ(f["log2_tile_intensity"], 7.0f);           // 2·128·128 / 256
+    // (128 + 128)·64·3·2 bytes = 96 KiB of 227 KiB
+    EXPECT_FLOAT_EQ(f["smem_fraction"], 96.0f / 227.0f);
+    // shared memory allows 2 CTAs (228 KiB / 96 KiB), warps 16, registers 3: 2
+    EXPECT_FLOAT_EQ(f["log2_ctas_per_sm"], 1.0f);
+    EXPECT_NEAR(f["log2_resident_waves"], std::log2(64.0 / (132.0 * 2.0)), 1e-6);
+    // 8 warps of (128 + 40) registers a thread: registers hold one CTA per SM
+    auto big = named(compute_features("mm", core::make_shape(1, 1024, 1024, 1024, "float16"),
+                                      config(256, 128, 32, 8, 2, 8), 132));
+    EXPECT_FLOAT_EQ(big["log2_accumulators_per_thread"], 7.0f);
+    EXPECT_FLOAT_EQ(big["log2_ctas_per_sm"], 0.0f);
+}
+
 TEST(Features, Float32UsesFourBytesAndTf32Flag) {
     const auto shape = core::make_shape(1, 64, 64, 64, "float32");
     auto c = config(32, 32, 16, 1, 1, 1);
@@ -198,7 +216,7 @@ TEST(SpaceFeatures, ConfigOnlyFeaturesDoNotDependOnTheProblem) {
             EXPECT_EQ(a[at], b[at]) << feature_names()[j];
         }
     }
-    EXPECT_EQ(config_only, 6u);
+    EXPECT_EQ(config_only, 8u);
     EXPECT_FALSE(is_config_only_feature(0));
     EXPECT_THROW(SpaceFeatures({config(16, 16, 0, 8, 1, 4)}), core::InputError);
 }

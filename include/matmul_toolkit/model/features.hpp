@@ -63,7 +63,8 @@ private:
 };
 
 /// True for the features that depend on the config alone (log2 of its block sizes and
-/// group_m, num_stages, log2 num_warps): the same value for every problem.
+/// group_m, num_stages, log2 num_warps, accumulators per thread, tile intensity): the same
+/// value for every problem.
 bool is_config_only_feature(std::size_t index);
 
 /// A config space prepared for computing the config part of many problems' feature rows:
@@ -85,7 +86,10 @@ public:
 private:
     struct PerConfig {
         std::uint32_t m, n, k;  ///< indices into the distinct block sizes
-        float fixed[6];         ///< the config-only features
+        float fixed[8];         ///< the config-only features
+        double accumulators;    ///< fp32 accumulators per thread
+        int num_warps;
+        double smem_elements;   ///< (block_m + block_n) · block_k · num_stages
         double log2_smem_elements;  ///< log2((block_m + block_n) · block_k · num_stages)
     };
     std::vector<PerConfig> m_configs;
