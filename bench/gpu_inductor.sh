@@ -16,8 +16,12 @@ out=${OUT:-out/gpu}
 build=${BUILD_DIR:-build-gpu}
 cli=$build/src/cli/matmul_toolkit
 step_seconds=${STEP_SECONDS:-540}
-default_data=${DEFAULT_DATA:-data/datasets/h200_inductor_default_lognormal.msgpack}
-exhaustive_data=${EXHAUSTIVE_DATA:-data/datasets/h200_inductor_exhaustive_lognormal.msgpack}
+# Datasets are named after the GPU (h100 / h200): a call may land on either, and each
+# resumes its own file.
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')
+gpu=${gpu:-gpu}
+default_data=${DEFAULT_DATA:-data/datasets/${gpu}_inductor_default_lognormal.msgpack}
+exhaustive_data=${EXHAUSTIVE_DATA:-data/datasets/${gpu}_inductor_exhaustive_lognormal.msgpack}
 mkdir -p "$out"
 status=0
 export PYTHONUNBUFFERED=1
