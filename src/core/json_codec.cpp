@@ -43,6 +43,38 @@ DecodedFloat decode_shortest(double value) {
     return out;
 }
 
+/// The length in bytes of the well-formed UTF-8 sequence at bytes[i] (1 to 4), its code
+/// point in `code`; 0 when the bytes there are not UTF-8: a bad lead or continuation
+/// byte, a truncated or overlong sequence, a surrogate or a value beyond U+10FFFF.
+int decode_utf8(const unsigned char* bytes, std::size_t size, std::size_t i, std::uint32_t& code) {
+    const unsigned char c = bytes[i];
+    int length = 0;
+    if (c < 0x80) {
+        code = c;
+        return 1;
+    } else if ((c & 0xE0) == 0xC0) {
+        length = 2;
+        code = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        length = 3;
+        code = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        length = 4;
+        code = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (i + static_cast<std::size_t>(length) > size) return 0;
+    for (int k = 1; k < length; ++k) {
+        if ((bytes[i + k] & 0xC0) != 0x80) return 0;
+        code = (code << 6) | (bytes[i + k] & 0x3F);
+    }
+    const bool overlong = (length == 2 && code < 0x80) || (length == 3 && code < 0x800) ||
+                          (length == 4 && code < 0x10000);
+    if (overlong || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+    return length;
+}
+
 void append_utf8_escaped(std::string& out, const std::string& text) {
     static const char* kHex = "0123456789abcdef";
     auto append_u = [&](std::uint32_t unit) {
@@ -76,24 +108,9 @@ void append_utf8_escaped(std::string& out, const std::string& text) {
             ++i;
             continue;
         }
-        int length = 0;
         std::uint32_t code = 0;
-        if ((c & 0xE0) == 0xC0) {
-            length = 2;
-            code = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            length = 3;
-            code = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            length = 4;
-            code = c & 0x07;
-        }
-        bool valid = length > 0 && i + length <= size;
-        for (int k = 1; valid && k < length; ++k) {
-            if ((bytes[i + k] & 0xC0) != 0x80) valid = false;
-            code = (code << 6) | (bytes[i + k] & 0x3F);
-        }
-        if (!valid) {
+        const int length = decode_utf8(bytes, size, i, code);
+        if (length == 0) {
             // Python could not hold such a string; the replacement character keeps output valid.
             append_u(0xFFFD);
             ++i;
@@ -256,32 +273,10 @@ void pack(msgpack::sbuffer& buffer, Packer& packer, const OrderedJson& value, st
 bool is_valid_utf8(const char* data, std::size_t size) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(data);
     std::size_t i = 0;
+    std::uint32_t code = 0;
     while (i < size) {
-        const unsigned char c = bytes[i];
-        int length = 1;
-        std::uint32_t code = c;
-        if (c < 0x80) {
-            length = 1;
-        } else if ((c & 0xE0) == 0xC0) {
-            length = 2;
-            code = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            length = 3;
-            code = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            length = 4;
-            code = c & 0x07;
-        } else {
-            return false;
-        }
-        if (i + static_cast<std::size_t>(length) > size) return false;
-        for (int k = 1; k < length; ++k) {
-            if ((bytes[i + k] & 0xC0) != 0x80) return false;
-            code = (code << 6) | (bytes[i + k] & 0x3F);
-        }
-        const bool overlong = (length == 2 && code < 0x80) || (length == 3 && code < 0x800) ||
-                              (length == 4 && code < 0x10000);
-        if (overlong || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+        const int length = decode_utf8(bytes, size, i, code);
+        if (length == 0) return false;
         i += static_cast<std::size_t>(length);
     }
     return true;

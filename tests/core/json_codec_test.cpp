@@ -115,6 +115,13 @@ TEST(PythonJsonDumps, EscapesLikeEnsureAscii) {
               "\"\\u00fc\\u2122\\ud83d\\ude00\\n\\t\\\"\\\\\\u0001\\u007f/\"");
 }
 
+TEST(PythonJsonDumps, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+    // A stray continuation byte, an overlong '/', an encoded surrogate, a truncated
+    // sequence: one U+FFFD per byte that starts no well-formed sequence.
+    const OrderedJson text = "a\x80" "b\xC0\xAF\xED\xA0\x80\xE2\x84";
+    EXPECT_EQ(python_json_dumps(text), "\"a\\ufffdb\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
+}
+
 TEST(PythonJsonDumps, WritesLargeIntegersExactly) {
     OrderedJson doc = OrderedJson::array({std::int64_t{-9007199254740993}, std::uint64_t{18446744073709551615ULL}});
     EXPECT_EQ(python_json_dumps(doc), "[-9007199254740993, 18446744073709551615]");
