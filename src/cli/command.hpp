@@ -44,5 +44,7 @@ void register_collect_script(CLI::App& app, const GlobalOptions& global);
 void register_train(CLI::App& app, const GlobalOptions& global);
 void register_validate_model(CLI::App& app, const GlobalOptions& global);
 void register_collect_and_train(CLI::App& app, const GlobalOptions& global);
+void register_train_table(CLI::App& app, const GlobalOptions& global);
+void register_predict_table(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace mmt::cli

@@ -53,6 +53,8 @@ void register_all_commands(CLI::App& app, const GlobalOptions& global) {
     register_train(app, global);
     register_validate_model(app, global);
     register_collect_and_train(app, global);
+    register_train_table(app, global);
+    register_predict_table(app, global);
 }
 
 }  // namespace mmt::cli
