@@ -46,5 +46,8 @@ void register_validate_model(CLI::App& app, const GlobalOptions& global);
 void register_collect_and_train(CLI::App& app, const GlobalOptions& global);
 void register_train_table(CLI::App& app, const GlobalOptions& global);
 void register_predict_table(CLI::App& app, const GlobalOptions& global);
+void register_collector_example(CLI::App& app, const GlobalOptions& global);
+void register_collector_basic_example(CLI::App& app, const GlobalOptions& global);
+void register_model_example(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace mmt::cli

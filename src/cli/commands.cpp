@@ -55,6 +55,9 @@ void register_all_commands(CLI::App& app, const GlobalOptions& global) {
     register_collect_and_train(app, global);
     register_train_table(app, global);
     register_predict_table(app, global);
+    register_collector_example(app, global);
+    register_collector_basic_example(app, global);
+    register_model_example(app, global);
 }
 
 }  // namespace mmt::cli
