@@ -121,10 +121,7 @@ int main(int argc, char** argv) {
 
         std::printf("\ntraining throughput: %d problems x 48 configs, batch 64, %d epochs (median epoch)\n",
                     problems, epochs);
-        for (const auto& s : {model::ModelSpec{}, spec(model::ModelType::base, {256, 512, 256, 128, 64}, 0, 0),
-                              spec(model::ModelType::deep, {}, 128, 10)}) {
-            model::TrainOptions options;
-            options.model = s;
+        auto row = [&](const std::string& label, model::TrainOptions options) {
             options.num_epochs = epochs;
             options.patience = epochs;
             options.device = device;
@@ -134,7 +131,31 @@ int main(int argc, char** argv) {
             std::vector<double> rates, epoch_seconds;
             for (const auto& e : result.history) rates.push_back(e.rows_per_second), epoch_seconds.push_back(e.seconds);
             std::printf("  %-50s %9.0f rows/s  (%zu training rows, %.2f s per epoch incl. validation, %.1f s total)\n",
-                        s.describe().c_str(), median(rates), result.train_rows, median(epoch_seconds), seconds);
+                        label.c_str(), median(rates), result.train_rows, median(epoch_seconds), seconds);
+        };
+        for (const auto& s : {model::ModelSpec{}, spec(model::ModelType::base, {256, 512, 256, 128, 64}, 0, 0),
+                              spec(model::ModelType::deep, {}, 128, 10)}) {
+            model::TrainOptions options;
+            options.model = s;
+            row(s.describe(), options);
+        }
+        // What each training option costs on the default model.
+        std::printf("\ntraining options on the default model (rows/s of the first member, total seconds):\n");
+        for (const int batch : {256, 1024}) {
+            model::TrainOptions options;
+            options.batch_size = batch;
+            row("--batch-size " + std::to_string(batch), options);
+        }
+        {
+            model::TrainOptions options;
+            options.eval_every = 5;
+            row("--eval-every 5", options);
+            options = {};
+            options.ranking_weight = 1.0;
+            row("--ranking-weight 1 (whole problems per batch)", options);
+            options = {};
+            options.ensemble = 3;
+            row("--ensemble 3", options);
         }
 
         std::printf("\nranking latency on CPU: predict 1000 configs of one problem (mm 4096x4096x1024 "

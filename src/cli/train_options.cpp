@@ -115,6 +115,9 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "Train this many networks (seeds seed, seed+1, ...) on the same split and save their "
                    "mean in log space as one base network (hidden widths times N)")
         ->capture_default_str();
+    cmd.add_option("--eval-every", o.eval_every,
+                   "Validate every N epochs (and after the last); the epochs between count toward --patience")
+        ->capture_default_str();
     cmd.add_option("--folds", o.folds,
                    "First estimate held-out quality by K-fold cross-validation by problem (per-fold and "
                    "pooled metrics, cv_metrics.json in --log-dir), then train and save the model as usual; "
@@ -155,6 +158,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.vendor_rows = !o.no_vendor_rows;
     t.ranking_weight = o.ranking_weight;
     t.ensemble = o.ensemble;
+    t.eval_every = o.eval_every;
     if (o.folds == 1 || o.folds < 0) throw core::InputError("--folds", "must be 0 (off) or at least 2");
     if (o.tune < 0) throw core::InputError("--tune", "must be 0 (off) or a number of trials");
     if (o.tune > 0 && t.model.type != model::ModelType::base) {

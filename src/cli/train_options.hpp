@@ -40,6 +40,7 @@ struct TrainCliOptions {
     int ensemble = 1;
     int folds = 0;
     int tune = 0;
+    int eval_every = 1;
 };
 
 /// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,

@@ -114,6 +114,7 @@ void validate_train_options(const TrainOptions& o) {
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
+    if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
     if (o.ensemble > 1 && o.model.type != ModelType::base) {
         throw core::InputError("--ensemble", "averages base networks only (use --model-type base)");
     }
@@ -204,6 +205,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     StateCopy best_state = copy_state(net);
     double best_loss = std::numeric_limits<double>::infinity();
     int epochs_without_improvement = 0;
+    double last_val_loss = 0.0;
 
     for (int epoch = 1; epoch <= options.num_epochs; ++epoch) {
         const auto epoch_start = Clock::now();
@@ -214,6 +216,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         // their rows), so each problem's offsets are seen together.
         at::Tensor order, row_group;
         std::vector<std::int64_t> batch_ends;
+        std::vector<std::int64_t> batch_groups;  // problems per batch, known here: no sync per step
         if (ranking) {
             const std::int64_t problems_in_split = static_cast<std::int64_t>(train.first_row.size()) - 1;
             const at::Tensor problem_order = torch::randperm(problems_in_split, torch::kLong);
@@ -231,6 +234,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
                 ++group_in_batch;
                 if (batch_rows >= batch || i + 1 == problems_in_split) {
                     batch_ends.push_back(static_cast<std::int64_t>(rows_in_order.size()));
+                    batch_groups.push_back(group_in_batch);
                     group_in_batch = batch_rows = 0;
                 }
             }
@@ -244,7 +248,8 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         std::int64_t rows_used = 0;
         bool stop = false;
         std::int64_t start = 0;
-        for (const std::int64_t end : batch_ends) {
+        for (std::size_t b = 0; b < batch_ends.size(); ++b) {
+            const std::int64_t end = batch_ends[b];
             const std::int64_t batch_start = start;
             start = end;
             if (end - batch_start < 2) break;  // a one-row batch has no BatchNorm variance
@@ -260,8 +265,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             at::Tensor loss = torch::nn::functional::mse_loss(predicted, yb);
             if (ranking) {
                 const at::Tensor group = row_group.slice(0, batch_start, end);
-                const std::int64_t groups = group[-1].item<std::int64_t>() + 1;
-                loss = loss + options.ranking_weight * within_problem_loss(predicted, yb, group, groups);
+                loss = loss + options.ranking_weight * within_problem_loss(predicted, yb, group, batch_groups[b]);
             }
             loss.backward();
             optimizer.step();
@@ -275,8 +279,12 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         const double train_loss = loss_sum.item<double>() / static_cast<double>(std::max<std::int64_t>(rows_used, 1));
         const double train_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
 
+        // Validation every eval_every epochs (and at the last): in between the last
+        // validation loss stands and the epoch counts as one without improvement.
+        const bool validate = epoch % options.eval_every == 0 || epoch == options.num_epochs;
         net->eval();
-        const double val_loss = evaluate_loss(net, x_val, y_val);
+        const double val_loss = validate ? evaluate_loss(net, x_val, y_val) : last_val_loss;
+        last_val_loss = val_loss;
         if (!std::isfinite(train_loss) || !std::isfinite(val_loss)) {
             throw core::Error("training", "loss became " + std::to_string(train_loss) + " / " +
                                               std::to_string(val_loss) + " at epoch " + std::to_string(epoch) +
@@ -290,7 +298,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         stats.validation_loss = val_loss;
         stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
         stats.rows_per_second = static_cast<double>(rows_used) / std::max(train_seconds, 1e-9);
-        stats.improved = val_loss < best_loss;
+        stats.improved = validate && val_loss < best_loss;
         if (stats.improved) {
             best_loss = val_loss;
             fit.best_epoch = epoch;

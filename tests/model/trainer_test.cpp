@@ -245,5 +245,23 @@ TEST(Tuner, TrialZeroIsTheGivenOptionsAndTheSeedFixesTheDraws) {
     EXPECT_THROW(tune_model(problems, options, 0), core::InputError);
 }
 
+// Validation runs every eval_every epochs and after the last; only those can improve.
+TEST(Trainer, EvalEveryValidatesOnlyThoseEpochs) {
+    auto options = small_options();
+    options.num_epochs = 7;
+    options.patience = 100;
+    options.eval_every = 3;
+    const auto result = train_model(testing::synthetic_dataset(20, 4), "synthetic", options);
+    ASSERT_EQ(result.history.size(), 7u);
+    for (const auto& e : result.history) {
+        const bool validated = e.epoch % 3 == 0 || e.epoch == 7;
+        if (!validated) EXPECT_FALSE(e.improved) << e.epoch;
+        if (!validated && e.epoch > 3) EXPECT_EQ(e.validation_loss, result.history[2].validation_loss);
+    }
+    EXPECT_TRUE(result.best_epoch == 3 || result.best_epoch == 6 || result.best_epoch == 7) << result.best_epoch;
+    options.eval_every = 0;
+    EXPECT_THROW(train_model(testing::synthetic_dataset(10, 3), "synthetic", options), core::InputError);
+}
+
 }  // namespace
 }  // namespace mmt::model

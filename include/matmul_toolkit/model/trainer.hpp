@@ -49,6 +49,8 @@ struct TrainOptions {
     /// Networks trained with seeds seed, seed + 1, ... on the same split and averaged in
     /// log space into one network (base models only).
     int ensemble = 1;
+    /// Validate every N epochs (and after the last); early stopping sees only those.
+    int eval_every = 1;
     /// The split to use instead of split_by_problem (cross-validation folds).
     std::optional<ProblemSplit> split;
     /// Called after every epoch (progress lines).
