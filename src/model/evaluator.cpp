@@ -167,6 +167,15 @@ std::string config_summary(const core::GemmConfig& c) {
     return out.str();
 }
 
+/// The op, dtype, B, M, N, K columns the report's tables start with.
+std::string problem_columns(const std::string& op, const core::MMShape& shape) {
+    char buffer[128];
+    std::snprintf(buffer, sizeof(buffer), "%-10s %-8s %6lld %6lld %6lld %6lld", op.c_str(), shape.M_dtype.c_str(),
+                  static_cast<long long>(shape.B), static_cast<long long>(shape.M), static_cast<long long>(shape.N),
+                  static_cast<long long>(shape.K));
+    return buffer;
+}
+
 /// A config as a table names it; a vendor-library row by its name (aten_mm, ...).
 std::string pick_name(const core::GemmConfig& c) {
     return is_reference_config(c) ? c.name : config_summary(c);
@@ -328,10 +337,8 @@ std::string format_report(const EvaluationReport& report) {
                       "dtype", "B", "M", "N", "K", "config", "predicted_ms", "actual_ms", "ratio");
         out << line;
         for (const auto& w : report.worst) {
-            std::snprintf(line, sizeof(line), "%-10s %-8s %6lld %6lld %6lld %6lld  %-24s %12.5g %12.5g %8.3f\n",
-                          w.op.c_str(), w.shape.M_dtype.c_str(), static_cast<long long>(w.shape.B),
-                          static_cast<long long>(w.shape.M), static_cast<long long>(w.shape.N),
-                          static_cast<long long>(w.shape.K), config_summary(w.config).c_str(), w.predicted_ms, w.actual_ms, w.ratio);
+            std::snprintf(line, sizeof(line), "%s  %-24s %12.5g %12.5g %8.3f\n", problem_columns(w.op, w.shape).c_str(),
+                          config_summary(w.config).c_str(), w.predicted_ms, w.actual_ms, w.ratio);
             out << line;
         }
     }
@@ -341,11 +348,9 @@ std::string format_report(const EvaluationReport& report) {
                       "B", "M", "N", "K", "picked", "picked_ms", "best", "best_ms", "regret_%");
         out << line;
         for (const auto& w : report.worst_picks) {
-            std::snprintf(line, sizeof(line), "%-10s %-8s %6lld %6lld %6lld %6lld  %-24s %11.5g  %-24s %11.5g %9.1f\n",
-                          w.op.c_str(), w.shape.M_dtype.c_str(), static_cast<long long>(w.shape.B),
-                          static_cast<long long>(w.shape.M), static_cast<long long>(w.shape.N),
-                          static_cast<long long>(w.shape.K), pick_name(w.picked).c_str(), w.picked_ms,
-                          pick_name(w.best).c_str(), w.best_ms, 100.0 * w.regret);
+            std::snprintf(line, sizeof(line), "%s  %-24s %11.5g  %-24s %11.5g %9.1f\n", problem_columns(w.op, w.shape).c_str(),
+                          pick_name(w.picked).c_str(), w.picked_ms, pick_name(w.best).c_str(), w.best_ms,
+                          100.0 * w.regret);
             out << line;
         }
     }
