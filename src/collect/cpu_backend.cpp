@@ -184,7 +184,9 @@ CollectionDefaults CpuBackend::collection_defaults() const {
 
 PruneResult CpuBackend::prune(const std::vector<core::GemmConfig>& configs,
                               const Problem& problem) const {
-    const int element_size = core::dtype_size(problem.dtype());
+    // Panels hold 4-byte elements for every dtype (int8 is widened to int32 as it is packed).
+    const int element_size = 4;
+    (void)problem;
     const std::string too_big = "tile working set (packed A and B panels + accumulator) exceeds "
                                 "the L2 cache (" + std::to_string(m_cache_bytes / 1024) + " KiB)";
     const std::string duplicate = "duplicate on cpu: num_stages and num_warps do not apply";
@@ -228,10 +230,27 @@ CpuGemmArgs CpuBackend::args_for(const Problem& p, float* out) {
     return g;
 }
 
+CpuGemmInt8Args CpuBackend::int8_args_for(const Problem& p, std::int32_t* out) {
+    CpuGemmInt8Args g;
+    g.batch = p.shape.B;
+    g.m = p.shape.M;
+    g.n = p.shape.N;
+    g.k = p.shape.K;
+    g.a = m_a8.data();
+    g.a_stride = p.a_stride();
+    g.b = m_b8.data();
+    g.b_stride = p.b_stride();
+    g.c = out;
+    return g;
+}
+
 void CpuBackend::prepare(const Problem& p, std::uint64_t seed) {
     const auto dtypes = supported_dtypes();
     if (std::find(dtypes.begin(), dtypes.end(), p.dtype()) == dtypes.end()) {
-        throw core::InputError("cpu backend", "dtype " + p.dtype() + " is not supported (only float32)");
+        throw core::InputError("cpu backend", "dtype " + p.dtype() + " is not supported (float32 and int8)");
+    }
+    if (p.dtype() == "int8" && p.op != "mm") {
+        throw core::InputError("cpu backend", "int8 is torch._int_mm: mm only, not " + p.op);
     }
     if (!core::is_known_op(p.op) || !core::is_known_layout(p.layout)) {
         throw core::InputError("cpu backend", "unknown op or layout in " + describe_problem(p));
@@ -242,6 +261,21 @@ void CpuBackend::prepare(const Problem& p, std::uint64_t seed) {
     m_prepared = false;
     const auto b = p.shape.B, m = p.shape.M, n = p.shape.N, k = p.shape.K;
     Rng rng(seed);
+    if (p.dtype() == "int8") {
+        // Non-zero integers, small enough that no sum of K products leaves int32.
+        auto fill = [&](std::vector<std::int8_t>& v, std::size_t count) {
+            v.resize(count);
+            for (auto& x : v) x = static_cast<std::int8_t>(rng.uniform_int(1, 4) * (rng.uniform_int(0, 1) ? 1 : -1));
+        };
+        fill(m_a8, static_cast<std::size_t>(b * m * k));
+        fill(m_b8, static_cast<std::size_t>(b * k * n));
+        m_out32.assign(static_cast<std::size_t>(b * m * n), 0);
+        m_expected32.assign(m_out32.size(), 0);
+        naive_gemm(int8_args_for(p, m_expected32.data()));
+        m_problem = p;
+        m_prepared = true;
+        return;
+    }
     m_a.assign(static_cast<std::size_t>(b * m * k), 0.0f);
     m_b.assign(static_cast<std::size_t>(b * k * n), 0.0f);
     m_bias.assign(p.op == "addmm" ? static_cast<std::size_t>(n) : 0, 0.0f);
@@ -267,6 +301,17 @@ void CpuBackend::check_prepared(const Problem& p) const {
 }
 
 void CpuBackend::verify(const Problem& p, const core::GemmConfig& config) const {
+    if (is_int8()) {  // integers: exact
+        for (std::size_t i = 0; i < m_out32.size(); ++i) {
+            if (m_out32[i] != m_expected32[i]) {
+                throw core::Error("cpu kernel", "config " + describe_config(config) + " gives a wrong result for " +
+                                                    describe_problem(p) + ": element " + std::to_string(i) + " is " +
+                                                    std::to_string(m_out32[i]) + ", expected " +
+                                                    std::to_string(m_expected32[i]));
+            }
+        }
+        return;
+    }
     const double bound = std::abs(p.alpha) * static_cast<double>(p.shape.K) * 1.1 * 1.1 +
                          (p.op == "addmm" ? std::abs(p.beta) * 1.1 : 0.0);
     const double tolerance = kRelativeTolerance * bound;
@@ -292,18 +337,28 @@ Timing CpuBackend::time(const Problem& p, const core::GemmConfig& config,
     }
     const CpuTile tile = tile_for(config);
     m_workspace.reserve(tile);
+    TimingOptions rest = options;
+    rest.warmup = std::max(0, options.warmup - 1);
+    if (is_int8()) {
+        const CpuGemmInt8Args args = int8_args_for(p, m_out32.data());
+        std::fill(m_out32.begin(), m_out32.end(), 0);
+        cpu_gemm(args, tile, m_workspace);
+        verify(p, config);
+        return time_runs([&] { cpu_gemm(args, tile, m_workspace); }, rest, m_timed_seconds);
+    }
     const CpuGemmArgs args = args_for(p, m_out.data());
     // The first run is checked before any timing counts; it doubles as a warmup run.
     std::fill(m_out.begin(), m_out.end(), 0.0f);
     cpu_gemm(args, tile, m_workspace);
     verify(p, config);
-    TimingOptions rest = options;
-    rest.warmup = std::max(0, options.warmup - 1);
     return time_runs([&] { cpu_gemm(args, tile, m_workspace); }, rest, m_timed_seconds);
 }
 
 Timing CpuBackend::time_reference(const Problem& p, const TimingOptions& options) {
     check_prepared(p);
+    if (is_int8()) {
+        throw core::Error("cpu reference", "BLAS has no int8 GEMM; int8 kernels are checked against an exact integer loop");
+    }
 #if MMT_HAVE_CBLAS
     const CpuGemmArgs args = args_for(p, m_out.data());
     return time_runs([&] { blas_gemm(args); }, options, m_timed_seconds);

@@ -102,6 +102,12 @@ void validate_generator_options(const GeneratorOptions& o) {
                                                    join(core::known_dtypes()) + ")");
         }
     }
+    // Ops and dtypes are drawn independently, so an int8 run must not draw another op.
+    const bool int8 = std::find(o.dtypes.begin(), o.dtypes.end(), "int8") != o.dtypes.end();
+    if (int8 && std::any_of(o.ops.begin(), o.ops.end(), [](const std::string& op) { return op != "mm"; })) {
+        throw core::InputError("--dtypes", "int8 is torch._int_mm, which exists for mm only: give --ops mm "
+                                           "(collect other ops in a run of their own)");
+    }
     if (o.layouts.empty()) throw core::InputError("--layouts", "at least one layout is needed");
     for (const auto& layout : o.layouts) {
         if (!core::is_known_layout(layout)) {

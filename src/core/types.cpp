@@ -87,7 +87,8 @@ MMShape make_shape(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t 
     shape.K = K;
     shape.M_dtype = dtype;
     shape.K_dtype = dtype;
-    shape.out_dtype = dtype;
+    // int8 x int8 accumulates and returns int32, as torch._int_mm does.
+    shape.out_dtype = dtype == "int8" ? "int32" : dtype;
     shape.out_size = {B, M, N};
     shape.out_stride = {M * N, N, 1};
     return shape;

@@ -60,11 +60,11 @@ TEST(CpuBackendPrune, TilesWhoseWorkingSetExceedsTheCacheArePrunedWithTheirReaso
               (std::map<std::string, std::size_t>{{kDuplicate, 2}, {too_big, 8}}));
 }
 
-TEST(CpuBackend, SupportsFloat32AndEveryOpAndDefaultsAreSmall) {
+TEST(CpuBackend, SupportsFloat32AndInt8AndEveryOpAndDefaultsAreSmall) {
     CpuBackend backend;
     EXPECT_EQ(backend.name(), "cpu");
     EXPECT_FALSE(backend.hardware_name().empty());
-    EXPECT_EQ(backend.supported_dtypes(), std::vector<std::string>{"float32"});
+    EXPECT_EQ(backend.supported_dtypes(), (std::vector<std::string>{"float32", "int8"}));
     EXPECT_EQ(backend.supported_ops(), (std::vector<std::string>{"mm", "addmm", "bmm"}));
     const auto defaults = backend.collection_defaults();
     EXPECT_EQ(defaults.dtypes, std::vector<std::string>{"float32"});
@@ -106,6 +106,44 @@ TEST_P(EveryDefaultConfig, IsCheckedAgainstTheReferenceAndTimedRepeatTimes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, EveryDefaultConfig, ::testing::Values("nn", "nt", "tn", "tt"));
+
+// int8 is torch._int_mm: int8 operands, int32 out, checked exactly (time() throws on any
+// differing element); ragged sizes exercise the masked edges; mm only, no BLAS reference.
+TEST_P(EveryDefaultConfig, Int8MmIsExactOnEveryConfig) {
+    CpuBackend backend;
+    const auto p = make_problem("mm", GetParam(), 1, 45, 37, 300, "int8");
+    EXPECT_EQ(p.shape.out_dtype, "int32");
+    backend.prepare(p, 7);
+    const auto kept = backend.prune(specialize_configs(default_configs(), p, false), p).kept;
+    ASSERT_FALSE(kept.empty());
+    for (const auto& config : kept) EXPECT_GT(backend.time(p, config, TimingOptions{1, 2}).median_ms, 0.0);
+    EXPECT_THROW(backend.time_reference(p, TimingOptions{1, 2}), core::Error);
+    EXPECT_THROW(backend.prepare(make_problem("addmm", "nn", 1, 8, 8, 8, "int8"), 1), core::InputError);
+}
+
+TEST(CpuGemmInt8, AWrongKernelResultIsCaught) {
+    // The exact reference against itself with one element changed: the check is exact.
+    const std::vector<std::int8_t> a{1, 2, 3, 4}, b{5, 6, 7, 8};
+    std::vector<std::int32_t> c(4);
+    CpuGemmInt8Args g;
+    g.m = g.n = g.k = 2;
+    g.a = a.data();
+    g.a_stride = {4, 2, 1};
+    g.b = b.data();
+    g.b_stride = {4, 2, 1};
+    g.c = c.data();
+    naive_gemm(g);
+    EXPECT_EQ(c, (std::vector<std::int32_t>{19, 22, 43, 50}));
+    std::vector<std::int32_t> blocked(4);
+    g.c = blocked.data();
+    CpuGemmWorkspace ws;
+    CpuTile tile;
+    tile.block_m = tile.block_n = 16;
+    tile.block_k = 16;
+    ws.reserve(tile);
+    cpu_gemm(g, tile, ws);
+    EXPECT_EQ(blocked, c);
+}
 
 TEST(CpuBackend, AnEvenKConfigOnARaggedKFailsInsteadOfTiming) {
     CpuBackend backend;

@@ -234,6 +234,12 @@ TEST(ValidateGeneratorOptions, NamesTheOffendingOption) {
     o = small_options();
     o.sizes.k.std = -1.0;
     EXPECT_EQ(subject_of(o), "--log-normal-k-std");
+    o = small_options();
+    o.dtypes = {"int8"};
+    o.ops = {"mm", "bmm"};  // torch._int_mm is mm only
+    EXPECT_EQ(subject_of(o), "--dtypes");
+    o.ops = {"mm"};
+    EXPECT_EQ(subject_of(o), "(accepted)");
 }
 
 TEST(ProblemsFromShapeset, KeepsListedOpsTheirLayoutsAndOptionallyReplacesDtypes) {

@@ -32,7 +32,8 @@ public:
 
     std::string name() const override { return "cpu"; }
     std::string hardware_name() const override;
-    std::vector<std::string> supported_dtypes() const override { return {"float32"}; }
+    /// int8: torch._int_mm (int8 operands, int32 accumulation and output), mm only.
+    std::vector<std::string> supported_dtypes() const override { return {"float32", "int8"}; }
     std::vector<std::string> supported_ops() const override { return {"mm", "addmm", "bmm"}; }
     CollectionDefaults collection_defaults() const override;
 
@@ -49,6 +50,8 @@ public:
 
 private:
     CpuGemmArgs args_for(const Problem& problem, float* out);
+    CpuGemmInt8Args int8_args_for(const Problem& problem, std::int32_t* out);
+    bool is_int8() const { return m_problem.dtype() == "int8"; }
     void check_prepared(const Problem& problem) const;
     void verify(const Problem& problem, const core::GemmConfig& config) const;
 
@@ -56,6 +59,8 @@ private:
     bool m_prepared = false;
     Problem m_problem;
     std::vector<float> m_a, m_b, m_bias, m_out, m_expected;
+    std::vector<std::int8_t> m_a8, m_b8;        ///< int8 problems' operands
+    std::vector<std::int32_t> m_out32, m_expected32;
     CpuGemmWorkspace m_workspace;
     double m_timed_seconds = 0.0;
 };
