@@ -69,14 +69,15 @@ template <typename T>
 
 // One clone set per accumulator type (target_clones does not apply to templates).
 MMT_CPU_KERNEL_CLONES
-void multiply_block(std::int64_t mp, std::int64_t np, std::int64_t kb, std::int64_t block_k, const float* ap,
-                    const float* bp, float* acc) {
+void multiply_block(std::int64_t mp, std::int64_t np, std::int64_t kb, std::int64_t block_k,
+                    const float* __restrict ap, const float* __restrict bp, float* __restrict acc) {
     multiply_block_body(mp, np, kb, block_k, ap, bp, acc);
 }
 
 MMT_CPU_KERNEL_CLONES
 void multiply_block(std::int64_t mp, std::int64_t np, std::int64_t kb, std::int64_t block_k,
-                    const std::int32_t* ap, const std::int32_t* bp, std::int32_t* acc) {
+                    const std::int32_t* __restrict ap, const std::int32_t* __restrict bp,
+                    std::int32_t* __restrict acc) {
     multiply_block_body(mp, np, kb, block_k, ap, bp, acc);
 }
 
@@ -130,7 +131,7 @@ namespace {
 /// The blocked GEMM over In-typed operands with Acc-typed panels and accumulators;
 /// `store(c_row, acc_row, n0, nb)` writes one finished row of a tile.
 template <typename Acc, typename Args, typename Store>
-void blocked_gemm(const Args& g, const CpuTile& t, CpuGemmWorkspace& ws, Store store) {
+[[gnu::always_inline]] inline void blocked_gemm(const Args& g, const CpuTile& t, CpuGemmWorkspace& ws, Store store) {
     check_tile(t, g.k);
     const std::int64_t bm = t.block_m, bn = t.block_n, bk = t.block_k;
     const std::int64_t mp = round_up(bm, kMr), np = round_up(bn, kNr);
