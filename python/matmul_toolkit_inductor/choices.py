@@ -17,7 +17,7 @@ import ast
 import re
 from typing import Any, Callable, Optional, Sequence
 
-from .dataset import KNOWN_DTYPES, GemmConfig, MMShape, acc_type_for, op_key
+from .dataset import KNOWN_DTYPES, GemmConfig, MMShape, acc_type_for, op_key, out_dtype_for
 
 OPS = ("mm", "addmm", "bmm")
 
@@ -193,6 +193,6 @@ def problem_from_nodes(op: str, input_nodes: Sequence[Any],
     a_dtype, b_dtype = dtype_name(mat1.get_dtype()), dtype_name(mat2.get_dtype())
     if a_dtype not in KNOWN_DTYPES or b_dtype not in KNOWN_DTYPES:
         return None
-    shape = MMShape(B=B, M=M, N=N, K=K, M_dtype=a_dtype, K_dtype=b_dtype, out_dtype=a_dtype,
+    shape = MMShape(B=B, M=M, N=N, K=K, M_dtype=a_dtype, K_dtype=b_dtype, out_dtype=out_dtype_for(a_dtype),
                     out_size=(B, M, N), out_stride=(M * N, N, 1))
     return op_key(op, layout), shape

@@ -162,9 +162,15 @@ class MMShape:
 
 
 def make_shape(B: int, M: int, N: int, K: int, dtype: str) -> MMShape:
-    """A shape with a contiguous row-major [B, M, N] output, as torch returns it."""
-    return MMShape(B=B, M=M, N=N, K=K, M_dtype=dtype, K_dtype=dtype, out_dtype=dtype,
+    """A shape with a contiguous row-major [B, M, N] output, as torch returns it
+    (int8 x int8 gives int32, as torch._int_mm does)."""
+    return MMShape(B=B, M=M, N=N, K=K, M_dtype=dtype, K_dtype=dtype, out_dtype=out_dtype_for(dtype),
                    out_size=(B, M, N), out_stride=(M * N, N, 1))
+
+
+def out_dtype_for(dtype: str) -> str:
+    """The output dtype of a GEMM of `dtype` operands: int32 for int8, else the same."""
+    return "int32" if dtype == "int8" else dtype
 
 
 @dataclass

@@ -70,7 +70,7 @@ TEST_F(MetaSidecar, RejectsASidecarThatIsNotAnObject) {
 TEST(MetaProblemKey, JoinsHardwareOpAndShapeKey) {
     EXPECT_EQ(meta_problem_key("H100", "mm_nt", make_shape(1, 2, 3, 4, "int8")),
               "H100|mm_nt|{\"version\": 1, \"B\": 1, \"M\": 2, \"M_dtype\": \"int8\", \"N\": 3, "
-              "\"K\": 4, \"K_dtype\": \"int8\", \"out_dtype\": \"int8\", \"out_size\": [1, 2, 3], "
+              "\"K\": 4, \"K_dtype\": \"int8\", \"out_dtype\": \"int32\", \"out_size\": [1, 2, 3], "
               "\"out_stride\": [6, 3, 1]}");
 }
 

@@ -153,3 +153,9 @@ def test_shape_from_a_key_with_a_wrong_field() -> None:
     with pytest.raises(DatasetError, match="out_size: expected 3 integers"):
         MMShape.from_key('{"B": 1, "M": 2, "N": 2, "K": 2, "M_dtype": "float16", "K_dtype": "float16", '
                          '"out_dtype": "float16", "out_size": [2, 2], "out_stride": [2, 1, 1]}')
+
+
+def test_make_shape_gives_int8_an_int32_output_like_the_binary() -> None:
+    shape = make_shape(1, 2, 3, 4, "int8")
+    assert (shape.M_dtype, shape.K_dtype, shape.out_dtype) == ("int8", "int8", "int32")
+    assert make_shape(1, 2, 3, 4, "bfloat16").out_dtype == "bfloat16"
