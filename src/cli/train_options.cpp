@@ -209,8 +209,7 @@ int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const s
 
     model::TrainResult result;
     if (o.tune > 0) {
-        auto epoch_lines = std::move(options.on_epoch);
-        options.on_epoch = nullptr;
+        options.on_epoch = nullptr;  // a line per trial instead
         spdlog::info("tuning: {} trials on the validation problems", o.tune);
         auto tuned = model::tune_model(problems, options, o.tune, [&](std::size_t t, const model::TuneTrial& trial) {
             spdlog::info("trial {}/{}: {} lr {:.3g} wd {:.3g}: validation rmse_log {:.4f} top1 {:.3f} ({:.1f} s)", t + 1,

@@ -182,11 +182,9 @@ CollectionDefaults CpuBackend::collection_defaults() const {
     return defaults;
 }
 
-PruneResult CpuBackend::prune(const std::vector<core::GemmConfig>& configs,
-                              const Problem& problem) const {
+PruneResult CpuBackend::prune(const std::vector<core::GemmConfig>& configs, const Problem& /*problem*/) const {
     // Panels hold 4-byte elements for every dtype (int8 is widened to int32 as it is packed).
     const int element_size = 4;
-    (void)problem;
     const std::string too_big = "tile working set (packed A and B panels + accumulator) exceeds "
                                 "the L2 cache (" + std::to_string(m_cache_bytes / 1024) + " KiB)";
     const std::string duplicate = "duplicate on cpu: num_stages and num_warps do not apply";
@@ -213,35 +211,36 @@ PruneResult CpuBackend::prune(const std::vector<core::GemmConfig>& configs,
     return result;
 }
 
-CpuGemmArgs CpuBackend::args_for(const Problem& p, float* out) {
-    CpuGemmArgs g;
+namespace {
+
+/// The operands' sizes and strides, the same for every element type.
+template <typename Args, typename In, typename Out>
+Args operands_for(const Problem& p, const In* a, const In* b, Out* c) {
+    Args g;
     g.batch = p.shape.B;
     g.m = p.shape.M;
     g.n = p.shape.N;
     g.k = p.shape.K;
-    g.a = m_a.data();
+    g.a = a;
     g.a_stride = p.a_stride();
-    g.b = m_b.data();
+    g.b = b;
     g.b_stride = p.b_stride();
+    g.c = c;
+    return g;
+}
+
+}  // namespace
+
+CpuGemmArgs CpuBackend::args_for(const Problem& p, float* out) {
+    auto g = operands_for<CpuGemmArgs>(p, m_a.data(), m_b.data(), out);
     g.bias = p.op == "addmm" ? m_bias.data() : nullptr;
     g.alpha = p.alpha;
     g.beta = p.beta;
-    g.c = out;
     return g;
 }
 
 CpuGemmInt8Args CpuBackend::int8_args_for(const Problem& p, std::int32_t* out) {
-    CpuGemmInt8Args g;
-    g.batch = p.shape.B;
-    g.m = p.shape.M;
-    g.n = p.shape.N;
-    g.k = p.shape.K;
-    g.a = m_a8.data();
-    g.a_stride = p.a_stride();
-    g.b = m_b8.data();
-    g.b_stride = p.b_stride();
-    g.c = out;
-    return g;
+    return operands_for<CpuGemmInt8Args>(p, m_a8.data(), m_b8.data(), out);
 }
 
 void CpuBackend::prepare(const Problem& p, std::uint64_t seed) {
