@@ -4,11 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
