@@ -10,7 +10,12 @@ the same `collect` command run with two builds, and prints
   - the per-config speedup BASE time / NEW time, median, p10 and p90, for configs that
     give fewer output tiles than --sms and a K long enough to split in two parts of 4+
     k-tiles (where the split variants apply), for the other configs of fewer tiles, and
-    for the rest.
+    for the rest;
+  - rank agreement per problem over the configs both timed: Spearman's rho (median, p10,
+    mean), how often both pick the same fastest config, and what NEW's pick costs when
+    timed by BASE (base best / base time of new's pick, geomean). Run on one collection
+    measured twice (e.g. `--repeat 10` against the default) it says whether fewer timed
+    runs keep the ranking.
 
   python3 bench/compare_datasets.py base.json new.json [--sms 132]
 """
@@ -71,6 +76,47 @@ def best_vs_reference(times):
     return times["aten"] / min(ours) if "aten" in times and ours else None
 
 
+def ranks(values):
+    """Ranks 1..n, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    var = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
+    return cov / var if var > 0 else None
+
+
+def rank_agreement(base, new, problems):
+    rhos, same, pick_cost = [], 0, []
+    for p in problems:
+        names = sorted(set(base[p]) & set(new[p]) - {"aten"})
+        if len(names) < 3:
+            continue
+        a = [base[p][n] for n in names]
+        b = [new[p][n] for n in names]
+        rho = spearman(a, b)
+        if rho is None:
+            continue
+        rhos.append(rho)
+        pick = names[b.index(min(b))]
+        same += pick == names[a.index(min(a))]
+        pick_cost.append(min(a) / base[p][pick])
+    return rhos, same, pick_cost
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("base")
@@ -110,6 +156,16 @@ def main():
             buckets.setdefault(key, []).append(base[p][name] / new[p][name])
     for key, speedups in sorted(buckets.items()):
         print("| %s | %d | %.2f | %.2f | %.2f |" % ((key, len(speedups)) + quantiles(speedups)))
+
+    rhos, same, pick_cost = rank_agreement(base, new, common)
+    if rhos:
+        median, p10, _ = quantiles(rhos)
+        geomean = math.exp(statistics.fmean(math.log(c) for c in pick_cost))
+        print("\nrank agreement over the configs both timed (problems with 3+ configs)")
+        print("| problems | Spearman median | p10 | mean | same fastest config | base best / base time of new's pick, geomean |")
+        print("|---|---|---|---|---|---|")
+        print(f"| {len(rhos)} | {median:.3f} | {p10:.3f} | {statistics.fmean(rhos):.3f} | "
+              f"{same}/{len(rhos)} | {geomean:.3f} |")
 
 
 if __name__ == "__main__":

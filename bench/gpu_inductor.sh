@@ -4,6 +4,8 @@
 #   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset (resumes)
 #   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes)
 #   bash bench/gpu_inductor.sh speed speed_exhaustive     # seconds per GEMM: ours vs max-autotune
+#   bash bench/gpu_inductor.sh train_speed                # deep model, 20 epochs: GPU and all CPU cores
+#   bash bench/gpu_inductor.sh repeats                    # do 10 timed runs rank as Inductor's 100?
 #   bash bench/gpu_inductor.sh build_cli e2e_lognormal    # shipped model's tables vs max-autotune
 #   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
 # Collections stop cleanly (SIGINT, finished problems saved) after STEP_SECONDS (default 540)
@@ -97,6 +99,37 @@ step_speed_exhaustive() {
     tee "$out/speed_exhaustive.txt" || status=1
 }
 
+# Fewer timed runs per config: the same problems collected with Inductor's benchmark count
+# (100, twice: the noise between two runs) and with --repeat 10; per-problem Spearman of
+# the config times and whether the fastest config stays the same.
+step_repeats() {
+  local n=${REPEAT_SHAPES:-12} r
+  for r in 100a 100b 10; do
+    "$cli" --seed 1234 --format json collect --backend inductor --quiet --log-normal --ops mm addmm bmm \
+      --dtypes bfloat16 float16 float32 --num-shapes "$n" --search-space DEFAULT --repeat "${r%[ab]}" \
+      --output "$out/repeats_$r.json" >"$out/repeats_$r.stdout" 2>"$out/repeats_$r.log" || status=1
+  done
+  { echo "== 100 vs 100 (run-to-run noise)"; python3 bench/compare_datasets.py "$out/repeats_100a.json" "$out/repeats_100b.json" | tail -4
+    echo "== 100 vs 10"; python3 bench/compare_datasets.py "$out/repeats_100a.json" "$out/repeats_10.json" | tail -4; } |
+    tee "$out/repeats.txt"
+  rm -f "$out"/repeats_*.json*
+}
+
+# The models issue's speed row: deep model, 20 epochs, batch 64, on the shipped H200 native
+# dataset, wall time of the whole command on the GPU and on the CPU cores, test metrics.
+step_train_speed() {
+  local device start
+  for device in cuda cpu; do
+    start=$(date +%s%N)
+    "$cli" --seed 42 --device "$device" train --dataset data/datasets/h200_default_lognormal.msgpack \
+      --model-type deep --num-epochs 20 --patience 100 --batch-size 64 --model "$out/deep_$device.pt" \
+      --log-dir "$out/train_$device" >"$out/train_$device.log" 2>&1 || status=1
+    echo "train deep 20 epochs on $device: $((($(date +%s%N) - start) / 1000000)) ms wall; test:" \
+      "$(grep -E "^overall" "$out/train_$device.log" | tail -1)" | tee -a "$out/train_speed.txt"
+  done
+  rm -rf "$out"/deep_*.pt "$out"/train_cuda "$out"/train_cpu
+}
+
 # The shipped default model's export-lut tables (top-1 and top-5) against max-autotune, on
 # problems no training set holds: log-normal draws of another seed, then the transformer
 # shapeset (every E2E_EVERY-th problem); each stops starting problems after E2E_BUDGET s.
@@ -116,7 +149,7 @@ step_e2e_transformer() {
 
 for step in "$@"; do
   case $step in
-    build | build_cli | test | collect | exhaustive | speed | speed_exhaustive | e2e_lognormal | e2e_transformer) "step_$step" ;;
+    build | build_cli | test | collect | exhaustive | speed | speed_exhaustive | repeats | train_speed | e2e_lognormal | e2e_transformer) "step_$step" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
