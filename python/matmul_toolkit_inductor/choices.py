@@ -20,12 +20,15 @@ from typing import Any, Callable, Optional, Sequence
 from .dataset import KNOWN_DTYPES, GemmConfig, MMShape, acc_type_for, op_key, out_dtype_for
 
 OPS = ("mm", "addmm", "bmm")
+# Inductor's autotuning names (the feedback saver's `name`) -> the dataset's op: an
+# autotuning of torch._int_mm (int8 x int8 -> int32) is an int8 mm.
+AUTOTUNED_OPS = {"mm": "mm", "addmm": "addmm", "bmm": "bmm", "int_mm": "mm"}
 
 # Inductor's Triton template name (TritonTemplate(name=...)) -> this project's template
 # name (docs/inductor_worker_protocol.md). Other templates (decompose_k, Blackwell
 # warp-specialised, scaled mm) have no config of ours and are skipped.
 _TEMPLATES = {"mm": "mm", "bmm": "bmm", "mm_persistent_tma": "persistent_tma"}
-_ATEN_KERNELS = ("mm", "addmm", "bias_addmm", "bmm")
+_ATEN_KERNELS = ("mm", "addmm", "bias_addmm", "bmm", "_int_mm")
 _FLAG_RE = re.compile(r"\b(EVEN_K|USE_FAST_ACCUM|ALLOW_TF32)=(True|False)\b")
 _ACC_TYPE_RE = re.compile(r"\bACC_TYPE='?(tl\.\w+)'?")
 
@@ -45,7 +48,8 @@ def choice_info(choice: Any) -> dict[str, Any]:
 
 def is_aten_choice(choice: Any) -> bool:
     """True for Inductor's ATen choice of a GEMM (extern_kernels.mm, addmm, bias_addmm,
-    bmm); other extern kernels (mm_dtype, _int_mm, ...) are not this project's reference."""
+    bmm, and _int_mm for int8); other extern kernels (mm_dtype, ...) are not this project's
+    reference."""
     info = choice_info(choice)
     kernel = str(info.get("kernel_call_name", "")).rpartition(".")[2]
     return info.get("backend") == "extern" and kernel in _ATEN_KERNELS

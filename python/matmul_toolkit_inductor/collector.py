@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from .choices import OPS, config_from_choice, problem_from_nodes
+from .choices import AUTOTUNED_OPS, config_from_choice, problem_from_nodes
 from .dataset import Dataset, GemmConfig, PathLike
 
 log = logging.getLogger(__name__)
@@ -139,10 +139,11 @@ class MatmulDatasetCollector:
     def record_autotuning(self, timings: dict[Any, float], name: str, input_nodes: Sequence[Any]) -> int:
         """Adds one autotuning's results to the dataset; returns the number of entries added.
         A problem already in the dataset (the same GEMM compiled again) is not added twice."""
-        if name not in OPS:
+        op_name = AUTOTUNED_OPS.get(name)
+        if op_name is None:
             self.skipped += 1
             return 0
-        problem = problem_from_nodes(name, input_nodes)
+        problem = problem_from_nodes(op_name, input_nodes)
         if problem is None:
             self.skipped += 1
             return 0
@@ -156,7 +157,7 @@ class MatmulDatasetCollector:
             return 0
         if shape in self._dataset.hardware.get(hardware, {}).get(op, {}):
             return 0
-        entries = timed_configs(timings, name, shape.K, shape.M_dtype)
+        entries = timed_configs(timings, op_name, shape.K, shape.M_dtype)
         for config, time_ms in entries:
             self._dataset.add(hardware, op, shape, config, time_ms)
         return len(entries)

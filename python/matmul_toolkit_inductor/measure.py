@@ -1,7 +1,8 @@
 """Measures one GEMM problem the way Inductor's max-autotune does.
 
 Per problem the operands are built with the problem's sizes, strides, dtype and layout
-(seeded, uniform in [0.1, 1.1]) and the op is compiled by torch.compile with max-autotune:
+(seeded, uniform in [0.1, 1.1]; int8: non-zero integers in [-4, 4], the op torch._int_mm,
+checked exactly) and the op is compiled by torch.compile with max-autotune:
 Inductor builds its own Triton template choices (mm / addmm / bmm, and the persistent TMA
 template where it offers one) and the ATen choice, precompiles them in parallel, and
 benchmarks them with its own benchmarker (L2 flushed before every timed run, CUDA events).
@@ -24,10 +25,12 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Optional
 
-from .choices import config_from_choice, template_of
+from .choices import AUTOTUNED_OPS, config_from_choice, template_of
 
-# Relative error (Frobenius norm) a correct kernel stays under, by output dtype.
-TOLERANCE = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 5e-3}
+# Relative error (Frobenius norm) a correct kernel stays under, by operand dtype; int8
+# (int32 sums of small integers) must be exact.
+TOLERANCE = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 5e-3, "int8": 0.0}
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1}
 
 # A Triton compile that takes longer than this fails its config (Inductor's default: 1 h).
 PRECOMPILE_TIMEOUT_S = 300
@@ -178,10 +181,11 @@ class InductorMeasurer:
         def feedback(timings: dict[Any, float], name: str, input_nodes: Any, choices: Any,
                      profiler_bench_function: Any = None, precompile_times: Any = None) -> None:
             recorder = measurer._recorder
-            # Inductor may autotune the problem under another op (an addmm as mm + add).
-            if recorder is None or name not in ("mm", "addmm", "bmm"):
+            # Inductor may autotune the problem under another op (an addmm as mm + add);
+            # torch._int_mm autotunes as "int_mm".
+            if recorder is None or name not in AUTOTUNED_OPS:
                 return
-            recorder.autotuned_op = name
+            recorder.autotuned_op = AUTOTUNED_OPS[name]
             for choice, timing in timings.items():
                 recorder.choices[id(choice)] = choice
                 recorder.timings[id(choice)] = float(timing)
@@ -197,7 +201,7 @@ class InductorMeasurer:
         if template_of(choice) not in ("mm", "bmm"):
             return ""
         config = config_of(choice, self._problem)
-        element = 4 if self._problem["dtype"] == "float32" else 2
+        element = ELEMENT_BYTES[self._problem["dtype"]]
         tile = config["block_k"] * (config["block_m"] + config["block_n"]) * element
         required = config["num_stages"] * tile
         if required > self._shared_memory_limit:
@@ -214,7 +218,9 @@ class InductorMeasurer:
         reference = recorder.reference.get(id(autotune_args))
         if reference is None:
             triton_inputs, _ = autotune_args.get_benchmark_tensors(False).unpack()
-            a, b = triton_inputs[-2].float(), triton_inputs[-1].float()
+            # float64 holds int8 products and their sums exactly.
+            widen = (lambda t: t.double()) if self._problem["dtype"] == "int8" else (lambda t: t.float())
+            a, b = widen(triton_inputs[-2]), widen(triton_inputs[-1])
             product = torch.bmm(a, b) if a.dim() == 3 else a @ b
             # What Inductor autotunes, not the problem's op: it may lower an addmm as an mm
             # and a pointwise add; only a template given the bias (3 inputs) adds it.
@@ -238,6 +244,10 @@ class InductorMeasurer:
         batch = [problem["B"]] if problem["op"] == "bmm" else []
 
         def uniform(*shape: int) -> Any:
+            if dtype == torch.int8:  # non-zero, small enough that no sum leaves int32
+                magnitude = torch.randint(1, 5, shape, generator=generator, device=self.device, dtype=torch.int8)
+                sign = torch.randint(0, 2, shape, generator=generator, device=self.device, dtype=torch.int8)
+                return magnitude * (sign * 2 - 1)
             values = torch.rand(*shape, generator=generator, device=self.device, dtype=torch.float32)
             return values.add_(0.1).to(dtype)
 
@@ -255,6 +265,8 @@ class InductorMeasurer:
 
     def _function(self, problem: dict[str, Any]) -> Callable[..., Any]:
         torch = self.torch
+        if problem["dtype"] == "int8":  # int8 x int8 -> int32 (mm only)
+            return lambda a, b: torch._int_mm(a, b)
         if problem["op"] == "mm":
             return lambda a, b: torch.mm(a, b)
         if problem["op"] == "bmm":
@@ -275,16 +287,19 @@ class InductorMeasurer:
         from torch._inductor.virtualized import V
 
         op = problem["op"]
+        int8 = problem["dtype"] == "int8"
         template = bmm_kernels.bmm_template if op == "bmm" else mm_kernels.mm_template
         entries = [{
             "template_id": template.uid, "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"],
             "BLOCK_K": c["block_k"], "GROUP_M": c["group_m"], "num_stages": c["num_stages"],
             "num_warps": c["num_warps"], "EVEN_K": bool(c.get("even_k", problem["K"] % c["block_k"] == 0)),
             "USE_FAST_ACCUM": bool(c.get("use_fast_accum", False)),
-            "ACC_TYPE": c.get("acc_type", "tl.float32"),
+            "ACC_TYPE": c.get("acc_type", "tl.int32" if int8 else "tl.float32"),
         } for c in configs]
         externs = {"mm": [mm_kernels.aten_mm], "bmm": [bmm_kernels.aten_bmm],
                    "addmm": [mm_kernels.aten_addmm, mm_kernels.aten_bias_addmm]}[op]
+        if int8:  # torch._int_mm looks its choices up as "int_mm"
+            op, externs = "int_mm", [mm_kernels.aten__int_mm]
         # ATen stays a choice even without a reference: it is what Inductor falls back to
         # when every template fails, and the compile must not fail then.
         entries += [{"template_id": extern.uid} for extern in externs]
@@ -350,8 +365,8 @@ class InductorMeasurer:
                 self._recorder = None
         wall = time.perf_counter() - start
 
-        expected = function(*[o.double() for o in operands]).to(result.dtype)
-        final_error = _relative_error(torch, result, expected.float())
+        expected = _reference(torch, problem, operands).to(result.dtype)
+        final_error = _relative_error(torch, result, expected.double())
         if final_error > TOLERANCE[problem["dtype"]]:
             raise RuntimeError(f"the compiled op's result is wrong (relative error {final_error:.3g})")
 
@@ -411,6 +426,15 @@ class InductorMeasurer:
         return [{"template": template, "config": c,
                  "error": "not built: Inductor made no choice of this config"}
                 for c in configs if config_key(c) not in built]
+
+
+def _reference(torch: Any, problem: dict[str, Any], operands: list[Any]) -> Any:
+    """The problem's op in float64 (exact for int8's integer sums)."""
+    wide = [o.double() for o in operands]
+    if problem["op"] == "addmm":
+        bias, a, b = wide
+        return torch.addmm(bias, a, b, beta=problem.get("beta", 1.0), alpha=problem.get("alpha", 1.0))
+    return torch.bmm(*wide) if problem["op"] == "bmm" else torch.mm(*wide)
 
 
 def _autotuned_shape(op: str, inputs: list[list[int]]) -> Optional[list[int]]:

@@ -64,8 +64,10 @@ def check_problem(problem: Any) -> dict[str, Any]:
             raise ProtocolError(f"{dim} must be a positive integer, got {value!r}")
     if op != "bmm" and problem["B"] != 1:
         raise ProtocolError(f"{op} has B = 1, got {problem['B']}")
-    if problem.get("dtype") not in ("float16", "bfloat16", "float32"):
+    if problem.get("dtype") not in ("float16", "bfloat16", "float32", "int8"):
         raise ProtocolError(f"unsupported dtype {problem.get('dtype')!r}")
+    if problem["dtype"] == "int8" and op != "mm":
+        raise ProtocolError(f"int8 is torch._int_mm: mm only, got {op}")
     return problem
 
 

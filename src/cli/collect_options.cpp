@@ -38,7 +38,7 @@ void add_problem_options(CLI::App& cmd, CollectCliOptions& o) {
         ->capture_default_str();
     cmd.add_option("--dtypes", o.dtypes,
                    "Dtypes; each problem draws one (default: float16 bfloat16 on CUDA, float32 on CPU; int8 is "
-                   "torch._int_mm: int8 operands, int32 out, --ops mm only; on the CPU backend so far)");
+                   "torch._int_mm: int8 operands, int32 out, --ops mm only; CPU and native CUDA backends)");
     cmd.add_option("--layouts", o.layouts,
                    "Operand layouts; each problem draws one (nn, nt, tn, tt: t = column-major operand)")
         ->capture_default_str();

@@ -146,6 +146,19 @@ Problem make_problem(const std::string& op, const std::string& layout, std::int6
     return p;
 }
 
+// torch._int_mm on CUDA (cuBLASLt) takes M > 16 and K, N multiples of 8 (K > 16): int8
+// problems are moved to the nearest such sizes, so every backend times what torch can run.
+Dims int_mm_dims(Dims d, std::int64_t max_size) {
+    const auto multiple_of_8 = [max_size](std::int64_t v, std::int64_t at_least) {
+        v = std::max((v + 7) / 8 * 8, at_least);
+        return v > max_size && v - 8 >= at_least ? v - 8 : v;
+    };
+    d.m = std::max<std::int64_t>(d.m, 17);
+    d.n = multiple_of_8(d.n, 8);
+    d.k = multiple_of_8(d.k, 24);
+    return d;
+}
+
 std::vector<Problem> generate_problems(const GeneratorOptions& o, std::uint64_t seed) {
     validate_generator_options(o);
     Rng rng(derive_seed(seed, "problem-sizes"));
@@ -156,9 +169,10 @@ std::vector<Problem> generate_problems(const GeneratorOptions& o, std::uint64_t 
     // enough draws instead of looping forever.
     const std::size_t max_draws = std::max<std::size_t>(10000, 200 * wanted);
     for (std::size_t draw = 0; draw < max_draws && problems.size() < wanted; ++draw) {
-        const Dims d = draw_dims(o.sizes, rng);
+        Dims d = draw_dims(o.sizes, rng);
         const auto& op = o.ops[rng.index(o.ops.size())];
         const auto& dtype = o.dtypes[rng.index(o.dtypes.size())];
+        if (dtype == "int8") d = int_mm_dims(d, o.sizes.max_size);
         const auto& layout = o.layouts[rng.index(o.layouts.size())];
         const std::int64_t batch = op == "bmm" ? o.batch_sizes[rng.index(o.batch_sizes.size())] : 1;
         Problem p = make_problem(op, layout, batch, d.m, d.n, d.k, dtype);

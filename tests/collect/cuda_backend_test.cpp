@@ -43,12 +43,15 @@ protected:
 // config the backend would run with it. All kernels are handed to the compile
 // workers first, in the order they are verified, so NVRTC runs on every core while the
 // GPU verifies. One test per dtype, so a run reports progress and a failure names its dtype.
+// int8 (torch._int_mm): mm only, checked exactly against the integer reference kernel.
 void expect_every_default_config_matches_cublas(CudaBackend& backend, const std::string& dtype, bool tf32,
                                                 std::size_t min_checked) {
     std::vector<std::pair<KernelSpec, Problem>> specs;
     const DeviceLimits limits = backend.limits();
     const bool hopper = backend.device().cc_major == 9 && backend.device().cc_minor == 0;
-    for (const std::string op : {"mm", "addmm", "bmm"})
+    const std::vector<std::string> ops =
+        dtype == "int8" ? std::vector<std::string>{"mm"} : std::vector<std::string>{"mm", "addmm", "bmm"};
+    for (const std::string& op : ops)
         for (const std::string layout : {"nn", "nt", "tn", "tt"})
             for (const bool aligned : {true, false}) {
                 const Problem p = aligned ? problem(op == "bmm" ? 2 : 1, 512, 512, 512, dtype, op, layout)
@@ -114,6 +117,35 @@ TEST_F(CudaBackendTest, EveryDefaultConfigMatchesCublasFloat32) {
 TEST_F(CudaBackendTest, EveryDefaultConfigMatchesCublasTf32) {
     CudaBackend backend(options());
     expect_every_default_config_matches_cublas(backend, "float32", true, 460);
+}
+
+TEST_F(CudaBackendTest, EveryDefaultConfigIsExactInt8) {
+    CudaBackend backend(options());
+    expect_every_default_config_matches_cublas(backend, "int8", false, 100);
+}
+
+// int8 on a timed-size problem in every layout: the kernel's int32 output equals
+// cuBLASLt's (the timed reference, torch._int_mm's call) element for element.
+TEST_F(CudaBackendTest, Int8KernelEqualsCublasLtExactly) {
+    CudaBackend backend(options());
+    for (const std::string layout : {"nn", "nt", "tn", "tt"}) {
+        const Problem p = problem(1, 1000, 1504, 776, "int8", "mm", layout);
+        backend.prepare(p, 7);
+        backend.run_reference_once(p);
+        const auto ref = backend.read_output(p);
+        const auto c = specialize_config(default_configs()[17], p, false);  // 128x128x64, 3 stages, 4 warps
+        backend.run_once(p, c);
+        const auto out = backend.read_output(p);
+        ASSERT_EQ(out.size(), ref.size());
+        std::size_t differ = 0;
+        double norm = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            differ += out[i] != ref[i];
+            norm += std::fabs(ref[i]);
+        }
+        EXPECT_EQ(differ, 0u) << layout;
+        EXPECT_GT(norm, 0.0) << layout;  // the inputs are non-zero
+    }
 }
 
 // A collection's plan: the kernels of every problem are built before the engine reaches

@@ -26,6 +26,32 @@ TEST(CudaKernelSpec, MathPathFollowsDtypeAndTf32) {
     EXPECT_FALSE(make_spec(c, problem(1, 64, 64, 64, "bfloat16")).allow_tf32);
 }
 
+TEST(CudaKernelSpec, Int8RunsOnTheIntegerMmaWithoutSplitsOrWgmma) {
+    const auto p = problem(1, 1024, 1024, 1024, "int8");
+    KernelSpec s = make_spec(config(128, 128, 64, 3, 4), p);
+    EXPECT_EQ(s.math, MathPath::imma);
+    EXPECT_EQ(spec_name(s).rfind("i8_mm_nn_128x128x64", 0), 0u) << spec_name(s);
+    EXPECT_NE(kernel_prelude(s).find("#define MMT_DTYPE 3\n#define MMT_MATH 4"), std::string::npos)
+        << kernel_prelude(s);
+    // 1-byte elements: (128 + 128) * 64 * 3 bytes of shared memory, 16 per vector.
+    EXPECT_EQ(shared_bytes(s), 49152u);
+    EXPECT_EQ(alignment_for(p).vec_a, 16);
+    EXPECT_FALSE(unsupported_reason(s, kH100).has_value());
+    // The MMA's K is 32.
+    auto r = unsupported_reason(make_spec(config(64, 64, 16, 2, 4), p), kH100);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_NE(r->find("block_k"), std::string::npos);
+    // torch._int_mm is mm only.
+    auto addmm = p;
+    addmm.op = "addmm";
+    r = unsupported_reason(make_spec(config(64, 64, 32, 2, 4), addmm), kH100);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_NE(r->find("mm only"), std::string::npos);
+    // Hopper's wgmma path is float16 / bfloat16 only.
+    EXPECT_TRUE(wgmma_unsupported_reason(s, kH100).has_value());
+    EXPECT_FALSE(select_wgmma(s, kH100));
+}
+
 TEST(CudaKernelSpec, WarpGridMinimisesFragmentTraffic) {
     // 128x256 over 8 warps: 2x4 gives 64x64 warp tiles (1/64 + 1/64), better than 1x8
     // (128x32) or 4x2 (32x128).

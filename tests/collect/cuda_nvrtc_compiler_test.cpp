@@ -167,6 +167,50 @@ TEST(CudaNvrtcCompiler, TensorCorePathsUseMmaAndLdmatrix) {
     EXPECT_NE(fma.image.find("fma.rn.f32"), std::string::npos);
 }
 
+// int8 (torch._int_mm) on the integer MMA path: every DEFAULT config int8 admits, in every
+// layout, on aligned and odd sizes (byte loads, K masks), with and without the fragment
+// pipeline, for sm_80 and sm_90, to PTX that multiplies with m16n8k32 s8 and loads K-major
+// operands with ldmatrix; a fifth of them on to a cubin.
+TEST(CudaNvrtcCompiler, CompilesInt8KernelsToPtx) {
+    const DeviceLimits h100{232448, 255};
+    struct Job {
+        KernelSpec spec;
+        std::string arch;
+    };
+    std::vector<Job> jobs;
+    std::size_t j = 0;
+    std::set<std::string> seen;
+    for (const auto& config : default_configs()) {
+        for (const std::string layout : {"nn", "nt", "tn", "tt"}) {
+            const std::size_t index = j++;
+            Problem p;
+            p.op = "mm";
+            p.layout = layout;
+            const bool odd = (index / 4) % 2 == 1;  // alternate configs, all layouts each
+            p.shape = odd ? core::make_shape(1, 333, 257, 391, "int8") : core::make_shape(1, 512, 512, 512, "int8");
+            core::GemmConfig c = config;
+            c.even_k = p.shape.K % c.block_k == 0;
+            KernelSpec spec = make_spec(c, p);
+            ASSERT_EQ(spec.math, MathPath::imma);
+            if (unsupported_reason(spec, h100)) continue;
+            if (index % 3 == 0 && spec.num_stages >= 2) spec.frag_pipeline = !spec.frag_pipeline;
+            seen.insert(layout + (spec.frag_pipeline ? "+fp" : "") + (odd ? "+odd" : ""));
+            // Every 5th through ptxas as well (a cubin), which checks what PTX lets through.
+            const std::string arch = (index / 8) % 2 == 0 ? "80" : "90";
+            jobs.push_back({spec, (index % 5 == 0 ? "sm_" : "compute_") + arch});
+        }
+    }
+    EXPECT_GE(jobs.size(), 40u);
+    EXPECT_GE(seen.size(), 12u);  // layouts x pipeline x alignment, nearly all combinations
+    const auto failures = compile_all(jobs, [](const Job& job, const CompileResult& r) {
+        const bool k_major = job.spec.layout[0] == 'n' || job.spec.layout[1] == 't';
+        if (job.arch.rfind("sm_", 0) == 0) return r.ok && !r.image.empty();
+        return r.ok && r.image.find("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") != std::string::npos &&
+               (!k_major || r.image.find("ldmatrix.sync.aligned") != std::string::npos);
+    });
+    EXPECT_TRUE(failures.empty()) << failures.size() << " of " << jobs.size() << " failed; first: " << failures[0];
+}
+
 // The wgmma path (gemm_kernel_sm90.cuh) for sm_90a: every DEFAULT config the wgmma rule
 // admits and a sample of EXHAUSTIVE ones, over both 16-bit dtypes, every op and layout,
 // to PTX; a few of them through ptxas too (a cubin), which rejects what PTX lets through

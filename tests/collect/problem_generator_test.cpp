@@ -242,6 +242,33 @@ TEST(ValidateGeneratorOptions, NamesTheOffendingOption) {
     EXPECT_EQ(subject_of(o), "(accepted)");
 }
 
+// int8 problems take the sizes torch._int_mm runs on CUDA: M > 16, K and N multiples of 8.
+TEST(GenerateProblems, Int8SizesAreTorchIntMmSizes) {
+    auto o = small_options();
+    o.dtypes = {"int8", "float32"};
+    o.ops = {"mm"};
+    o.num_shapes = 60;
+    o.sizes.min_size = 1;
+    o.sizes.max_size = 300;
+    std::size_t int8 = 0, odd_float = 0;
+    for (const auto& p : generate_problems(o, 5)) {
+        if (p.dtype() != "int8") {
+            odd_float += p.shape.K % 8 != 0;
+            continue;
+        }
+        ++int8;
+        EXPECT_GT(p.shape.M, 16);
+        EXPECT_EQ(p.shape.N % 8, 0);
+        EXPECT_EQ(p.shape.K % 8, 0);
+        EXPECT_GT(p.shape.K, 16);
+        EXPECT_LE(p.shape.N, 300);
+        EXPECT_LE(p.shape.K, 300);
+        EXPECT_EQ(p.shape.out_dtype, "int32");
+    }
+    EXPECT_GT(int8, 10u);
+    EXPECT_GT(odd_float, 0u);  // other dtypes keep their drawn sizes
+}
+
 TEST(ProblemsFromShapeset, KeepsListedOpsTheirLayoutsAndOptionallyReplacesDtypes) {
     core::OperationShapeSet set;
     set.add_shape("mm", core::make_shape(1, 10, 20, 30, "bfloat16"));

@@ -88,6 +88,13 @@ def test_aten_choice_is_the_reference_config() -> None:
         num_warps=1, acc_type="tl.float32")
 
 
+def test_int_mm_aten_choice_is_the_int8_reference() -> None:
+    # torch._int_mm's ATen kernel is extern_kernels._int_mm; its config accumulates in int32.
+    assert config_from_choice(aten_choice("_int_mm"), "mm", K=64, dtype="int8") == GemmConfig(
+        name="aten_mm", block_m=1, block_n=1, block_k=1, group_m=1, num_stages=1,
+        num_warps=1, acc_type="tl.int32")
+
+
 def test_unrecorded_choice_gives_no_config() -> None:
     assert config_from_choice(FakeChoice("x", {}), "mm", K=64) is None
 

@@ -35,6 +35,17 @@ def test_an_mm_autotuning_becomes_one_problem() -> None:
         ("mm_config", 128, 0.03), ("mm_config", 64, 0.01), ("aten_mm", 1, 0.02)]
 
 
+def test_an_int_mm_autotuning_is_an_int8_mm() -> None:
+    c = collector()
+    nodes = [FakeNode([64, 96], dtype="torch.int8"), FakeNode([96, 32], dtype="torch.int8")]
+    added = c.record_autotuning({triton_choice(64, 32, 32): 0.01, aten_choice("_int_mm"): 0.02}, "int_mm", nodes)
+    assert added == 2
+    shape = make_shape(1, 64, 32, 96, "int8")
+    assert shape.out_dtype == "int32"
+    timed = c.get_dataset().hardware["Test GPU"]["mm"][shape]
+    assert [(t.config.name, t.time_ms) for t in timed] == [("mm_config", 0.01), ("aten_mm", 0.02)]
+
+
 def test_failed_choices_are_left_out() -> None:
     c = collector()
     c.record_autotuning({triton_choice(64, 32, 32): float("inf"), triton_choice(32, 32, 32, index=1): float("nan"),

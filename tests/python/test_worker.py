@@ -56,15 +56,18 @@ def test_a_failing_problem_is_answered_with_its_first_error_line_and_the_worker_
 
 def test_bad_requests_are_refused_one_by_one() -> None:
     bad_problem = dict(problem(), op="conv")
+    int8_addmm = dict(problem(), op="addmm", dtype="int8")
     bad_config = {"block_m": 0, "block_n": 64, "block_k": 32, "group_m": 8, "num_stages": 2, "num_warps": 4}
     code, replies = run([{"type": "hello", "protocol": 1},
                          {"type": "measure", "id": 1, "problem": bad_problem},
                          {"type": "measure", "id": 2, "problem": problem(), "configs": [bad_config]},
-                         {"type": "explode", "id": 3}])
+                         {"type": "explode", "id": 3},
+                         {"type": "measure", "id": 4, "problem": int8_addmm}])
     assert code == 0
     assert replies[1]["error"] == "bad request: unknown op 'conv'"
     assert replies[2]["error"].startswith("bad request: config field block_m")
     assert replies[3] == {"type": "error", "id": 3, "error": "unknown request type 'explode'"}
+    assert replies[4]["error"] == "bad request: int8 is torch._int_mm: mm only, got addmm"
 
 
 def test_another_protocol_or_no_hello_is_refused() -> None:

@@ -89,3 +89,23 @@ def test_bmm_float32(worker: Worker) -> None:
     print("bmm DEFAULT:", summarize(reply))
     assert reply["type"] == "measure", reply
     assert any(e["template"] == "bmm" and "time_ms" in e for e in reply["entries"])
+
+
+def test_int8_is_torch_int_mm_and_exact(worker: Worker) -> None:
+    # torch._int_mm: M > 16, K and N multiples of 8. Every timed config passed the exact check.
+    for space, configs, layout in [("DEFAULT", [], "nn"),
+                                   (None, [{"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8,
+                                            "num_stages": 3, "num_warps": 4, "even_k": True,
+                                            "allow_tf32": False, "use_fast_accum": False,
+                                            "acc_type": "tl.int32"}], "nt")]:
+        reply = worker.ask({"type": "measure", "id": 4, "problem": problem("mm", 1, 512, 768, 1024, "int8", layout),
+                            "search_space": space, "configs": configs, "reference": True, "seed": 4,
+                            "repeat": 50})
+        print(f"int8 mm_{layout} {space or 'configs'}:", summarize(reply),
+              sorted({e.get("error", "")[:80] for e in reply["entries"]}))
+        assert reply["type"] == "measure", reply
+        timed = [e for e in reply["entries"] if e["template"] == "mm" and "time_ms" in e]
+        assert len(timed) >= (3 if space else 1)
+        assert all(e["config"]["acc_type"] == "tl.int32" for e in timed)
+        aten = [e for e in reply["entries"] if e["template"] == "aten"]
+        assert len(aten) == 1 and aten[0].get("time_ms", 0) > 0, aten

@@ -52,7 +52,10 @@ public:
 
     std::string name() const override { return "inductor"; }
     std::string hardware_name() const override { return m_hardware; }
-    std::vector<std::string> supported_dtypes() const override { return {"float16", "bfloat16", "float32"}; }
+    /// int8: torch._int_mm and its Triton template (mm only).
+    std::vector<std::string> supported_dtypes() const override {
+        return {"float16", "bfloat16", "float32", "int8"};
+    }
     std::vector<std::string> supported_ops() const override { return {"mm", "addmm", "bmm"}; }
     CollectionDefaults collection_defaults() const override;
 

@@ -16,6 +16,8 @@ cudaDataType_t data_type(const std::string& dtype) {
     if (dtype == "float16") return CUDA_R_16F;
     if (dtype == "bfloat16") return CUDA_R_16BF;
     if (dtype == "float32") return CUDA_R_32F;
+    if (dtype == "int8") return CUDA_R_8I;
+    if (dtype == "int32") return CUDA_R_32I;
     throw core::InputError("dtype", "cuBLAS reference has no " + dtype);
 }
 
@@ -27,6 +29,7 @@ struct CublasReference::Plan {
     cublasLtMatmulAlgo_t algo{};
     std::string algo_text;
     bool addmm = false;
+    bool integer = false;  // int8 x int8 -> int32: int32 scale factors
 
     ~Plan() {
         if (a) cublasLtMatrixLayoutDestroy(a);
@@ -61,9 +64,14 @@ CublasReference::Plan& CublasReference::plan_for(const Problem& p, bool tf32, bo
 
     auto plan = std::make_unique<Plan>();
     const cudaDataType_t type = data_type(s.M_dtype);
+    const cudaDataType_t out_type = data_type(s.out_dtype);
+    // int8: torch._int_mm's cublasLt call, int32 compute and scale factors, int32 C.
+    plan->integer = s.M_dtype == "int8";
     const cublasComputeType_t compute =
-        s.M_dtype == "float32" ? (tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_32F;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, CUDA_R_32F));
+        plan->integer           ? CUBLAS_COMPUTE_32I
+        : s.M_dtype == "float32" ? (tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F)
+                                 : CUBLAS_COMPUTE_32F;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, plan->integer ? CUDA_R_32I : CUDA_R_32F));
 
     // cuBLAS is column-major: a row-major C[M][N] is a column-major N x M matrix, so
     // C^T = B^T · A^T runs with cuBLAS's "A" = our B and "B" = our A.
@@ -87,7 +95,7 @@ CublasReference::Plan& CublasReference::plan_for(const Problem& p, bool tf32, bo
     const std::uint64_t second_rows = a_row_major ? s.K : s.M, second_cols = a_row_major ? s.M : s.K;
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, type, first_rows, first_cols, st.ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, type, second_rows, second_cols, st.lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, type, s.N, s.M, st.ldc));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, out_type, s.N, s.M, st.ldc));
     if (s.B > 1) {
         const int batch = static_cast<int>(s.B);
         const std::array<std::pair<cublasLtMatrixLayout_t, std::int64_t>, 3> layouts{
@@ -145,9 +153,12 @@ void CublasReference::run(const Problem& p, const GemmOperands& ops, bool tf32, 
     if (plan.addmm && p.beta != 1.0f)
         throw core::Error("cuBLAS reference", "addmm with beta != 1 is not supported");
     const float alpha = plan.addmm ? p.alpha : 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(m_handle), plan.desc, &alpha,
+    const std::int32_t int_alpha = 1, int_beta = 0;
+    CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(m_handle), plan.desc,
+                                plan.integer ? static_cast<const void*>(&int_alpha) : &alpha,
                                 reinterpret_cast<const void*>(ops.b), plan.a, reinterpret_cast<const void*>(ops.a),
-                                plan.b, &beta, reinterpret_cast<const void*>(ops.c), plan.c,
+                                plan.b, plan.integer ? static_cast<const void*>(&int_beta) : &beta,
+                                reinterpret_cast<const void*>(ops.c), plan.c,
                                 reinterpret_cast<void*>(ops.c), plan.c, &plan.algo,
                                 reinterpret_cast<void*>(m_workspace), m_workspace_bytes,
                                 reinterpret_cast<cudaStream_t>(m_stream)));

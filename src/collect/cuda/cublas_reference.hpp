@@ -1,6 +1,7 @@
 #pragma once
 /// The vendor reference: cublasLt with the first algorithm its heuristic offers (what
-/// PyTorch's aten::mm / addmm / bmm run), on row-major operands in any layout.
+/// PyTorch's aten::mm / addmm / bmm run), on row-major operands in any layout; int8 with
+/// int32 compute and output, as torch._int_mm calls it.
 
 #include <cuda.h>
 

@@ -129,6 +129,10 @@ void tolerance(const KernelSpec& s, double& rtol, double& atol_scale) {
             rtol = 1e-4;
             atol_scale = 1e-4;
             break;
+        case MathPath::imma:  // integers: exact (verify_int8)
+            rtol = 0;
+            atol_scale = 0;
+            break;
     }
 }
 
@@ -188,7 +192,7 @@ CudaBackend::~CudaBackend() {
     }
 }
 
-std::vector<std::string> cuda_supported_dtypes() { return {"float16", "bfloat16", "float32"}; }
+std::vector<std::string> cuda_supported_dtypes() { return {"float16", "bfloat16", "float32", "int8"}; }
 
 std::vector<std::string> cuda_supported_ops() { return {"mm", "addmm", "bmm"}; }
 
@@ -294,7 +298,8 @@ KernelSpec CudaBackend::spec_for(const core::GemmConfig& config, const Problem& 
                                                     m_split_tail))
             spec.persistent = spec.dynamic_tiles = false;
     }
-    if (spec.math != MathPath::wgmma && m_split_tail) {
+    // int8 never splits: the parts add up through float32 partial sums.
+    if (spec.math != MathPath::wgmma && spec.math != MathPath::imma && m_split_tail) {
         const auto& s = problem.shape;
         spec.split_k = split_k_plan(grid_ctas(spec, s.M, s.N) * s.B, (s.K + spec.block_k - 1) / spec.block_k,
                                     m_context.info().multiprocessors, kMinKTilesPerSplit, max_splits(spec))
@@ -325,7 +330,11 @@ CUfunction CudaBackend::utility_function(const char* name) {
 void CudaBackend::fill(CUdeviceptr ptr, const std::string& dtype, std::size_t count, std::uint64_t seed, float lo,
                        float hi) {
     if (count == 0) return;
-    const char* name = dtype == "float16" ? "mmt_fill_f16" : dtype == "bfloat16" ? "mmt_fill_bf16" : "mmt_fill_f32";
+    // int8 ignores lo / hi: non-zero integers in [-4, 4] (mmt_fill_i8).
+    const char* name = dtype == "float16"    ? "mmt_fill_f16"
+                       : dtype == "bfloat16" ? "mmt_fill_bf16"
+                       : dtype == "int8"     ? "mmt_fill_i8"
+                                             : "mmt_fill_f32";
     CUfunction f = utility_function(name);
     unsigned long long n = count;
     unsigned long long s = seed;
@@ -342,6 +351,12 @@ std::vector<float> CudaBackend::download(CUdeviceptr ptr, const std::string& dty
         CUDA_CHECK(api.cuMemcpyDtoH(out.data(), ptr, count * 4));
         return out;
     }
+    if (dtype == "int32") {  // int8 problems' C; exact in float up to 2^24, far beyond their sums
+        std::vector<std::int32_t> raw(count);
+        CUDA_CHECK(api.cuMemcpyDtoH(raw.data(), ptr, count * 4));
+        for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<float>(raw[i]);
+        return out;
+    }
     std::vector<std::uint16_t> raw(count);
     CUDA_CHECK(api.cuMemcpyDtoH(raw.data(), ptr, count * 2));
     const bool bf16 = dtype == "bfloat16";
@@ -354,7 +369,7 @@ void CudaBackend::prepare(const Problem& problem, std::uint64_t seed) {
     const int es = core::dtype_size(problem.dtype());
     m_a.reserve(element_count(problem, 'a') * es);
     m_b.reserve(element_count(problem, 'b') * es);
-    m_c.reserve(element_count(problem, 'c') * es);
+    m_c.reserve(element_count(problem, 'c') * core::dtype_size(problem.shape.out_dtype));
     // Seeded, uniform in [0.1, 1.1]: no zeros or sparsity for the hardware to exploit.
     fill(m_a.get(), problem.dtype(), element_count(problem, 'a'), seed * 4 + 1, 0.1f, 1.1f);
     fill(m_b.get(), problem.dtype(), element_count(problem, 'b'), seed * 4 + 2, 0.1f, 1.1f);
@@ -471,13 +486,15 @@ Verification CudaBackend::verify(const KernelSpec& spec) {
     LoadedKernel& k = load(spec);
     const Problem p = verification_problem(spec);
     const std::string& dtype = spec.dtype;
+    const bool exact = spec.math == MathPath::imma;  // integers: every element equal
     const int es = core::dtype_size(dtype);
+    const int out_es = core::dtype_size(p.shape.out_dtype);
     const std::size_t na = element_count(p, 'a'), nb = element_count(p, 'b'), nc = element_count(p, 'c');
     const std::size_t nbias = element_count(p, 'z');
     m_va.reserve(na * es);
     m_vb.reserve(nb * es);
-    m_vc.reserve(nc * es);
-    m_vref.reserve(nc * es);
+    m_vc.reserve(nc * out_es);
+    m_vref.reserve(nc * out_es);
     m_vbias.reserve(nbias * es);
     // Signed inputs, fresh per kernel: a wrong index shows as an error of the output's size.
     const std::uint64_t seed = kVerifySeed + m_stats.kernels_verified * 7919;
@@ -485,13 +502,18 @@ Verification CudaBackend::verify(const KernelSpec& spec) {
     fill(m_vb.get(), dtype, nb, seed + 2, -1.f, 1.f);
     fill(m_vbias.get(), dtype, nbias, seed + 3, -1.f, 1.f);
     const DriverApi& api = driver();
-    // All-ones bytes are NaN in every float dtype: an element the kernel never writes fails.
-    CUDA_CHECK(api.cuMemsetD8Async(m_vc.get(), 0xff, nc * es, m_stream));
-    CUDA_CHECK(api.cuMemsetD8Async(m_vref.get(), 0xff, nc * es, m_stream));
+    // All-ones bytes are NaN in every float dtype, 0x7f7f7f7f far beyond any int8 sum: an
+    // element the kernel never writes fails.
+    const unsigned char unwritten = exact ? 0x7f : 0xff;
+    CUDA_CHECK(api.cuMemsetD8Async(m_vc.get(), unwritten, nc * out_es, m_stream));
+    CUDA_CHECK(api.cuMemsetD8Async(m_vref.get(), unwritten, nc * out_es, m_stream));
     launch(spec, k, p, {m_va.get(), m_vb.get(), m_vc.get(), m_vbias.get()}, /*verifying=*/true);
-    m_cublas->run(p, {m_va.get(), m_vb.get(), m_vref.get(), m_vbias.get()}, false, /*fp32_reduction=*/true);
-    const std::vector<float> out = download(m_vc.get(), dtype, nc);
-    const std::vector<float> ref = download(m_vref.get(), dtype, nc);
+    if (exact)
+        run_int8_reference(p, {m_va.get(), m_vb.get(), m_vref.get(), 0});
+    else
+        m_cublas->run(p, {m_va.get(), m_vb.get(), m_vref.get(), m_vbias.get()}, false, /*fp32_reduction=*/true);
+    const std::vector<float> out = download(m_vc.get(), p.shape.out_dtype, nc);
+    const std::vector<float> ref = download(m_vref.get(), p.shape.out_dtype, nc);
 
     Verification v;
     v.problem = describe(p);
@@ -514,7 +536,8 @@ Verification CudaBackend::verify(const KernelSpec& spec) {
     std::size_t bad = 0, first_bad = 0;
     for_each_element([&](std::size_t i) {
         const double d = std::fabs(static_cast<double>(out[i]) - ref[i]);
-        const double scaled = d / (atol + rtol * std::fabs(ref[i]));
+        // Exact: any difference fails (scaled > 1).
+        const double scaled = exact ? (d == 0 ? 0.0 : 1.0 + d) : d / (atol + rtol * std::fabs(ref[i]));
         if (!std::isfinite(out[i]) || !(scaled <= 1.0)) {
             if (bad++ == 0) first_bad = i;
         }
@@ -531,8 +554,8 @@ Verification CudaBackend::verify(const KernelSpec& spec) {
             const std::int64_t b = first_bad / s.out_stride[0];
             const std::int64_t m = (first_bad % s.out_stride[0]) / s.out_stride[1];
             const std::int64_t n = first_bad % s.out_stride[1];
-            o << "; first at [" << b << "," << m << "," << n << "]: " << out[first_bad] << " vs cuBLAS "
-              << ref[first_bad];
+            o << "; first at [" << b << "," << m << "," << n << "]: " << out[first_bad]
+              << (exact ? " vs the exact reference " : " vs cuBLAS ") << ref[first_bad];
         }
         v.message = o.str();
     }
@@ -543,11 +566,26 @@ Verification CudaBackend::verify(const KernelSpec& spec) {
     return v;
 }
 
+void CudaBackend::run_int8_reference(const Problem& p, const GemmOperands& ops) {
+    const auto& s = p.shape;
+    const ProblemStrides st = problem_strides(p);
+    CUfunction f = utility_function("mmt_reference_int8");
+    int M = static_cast<int>(s.M), N = static_cast<int>(s.N), K = static_cast<int>(s.K);
+    long long lda = st.lda, ldb = st.ldb, ldc = st.ldc;
+    int a_kmajor = p.layout[0] == 'n' ? 1 : 0, b_kmajor = p.layout[1] == 't' ? 1 : 0;
+    CUdeviceptr a = ops.a, b = ops.b, c = ops.c;
+    void* args[] = {&a, &b, &c, &M, &N, &K, &lda, &ldb, &ldc, &a_kmajor, &b_kmajor};
+    CUDA_CHECK(driver().cuLaunchKernel(f, static_cast<unsigned>((N + 127) / 128), static_cast<unsigned>(M), 1, 128, 1,
+                                       1, 0, m_stream, args, nullptr));
+}
+
 CudaBackend::LoadedKernel& CudaBackend::load_verified(const KernelSpec& spec) {
     LoadedKernel& k = load(spec);
     if (!k.verification) verify(spec);
     if (!k.verification->passed) {
-        throw core::Error("kernel " + spec_name(spec), "wrong result against cuBLAS: " + k.verification->message);
+        throw core::Error("kernel " + spec_name(spec), std::string("wrong result against ") +
+                                                          (spec.math == MathPath::imma ? "the exact reference: " : "cuBLAS: ") +
+                                                          k.verification->message);
     }
     return k;
 }
@@ -596,7 +634,7 @@ Timing CudaBackend::time_reference(const Problem& problem, const TimingOptions& 
 
 std::vector<float> CudaBackend::read_output(const Problem& problem) {
     m_context.make_current();
-    return download(m_c.get(), problem.dtype(), element_count(problem, 'c'));
+    return download(m_c.get(), problem.shape.out_dtype, element_count(problem, 'c'));
 }
 
 void CudaBackend::run_once(const Problem& problem, const core::GemmConfig& config) {

@@ -119,7 +119,9 @@ public:
     CudaBackendStats stats() const;
 
     /// Runs the spec's kernel and cuBLAS on a small odd-sized problem of the spec's
-    /// dtype / op / layout / alignment and compares them (fresh inputs in [-1, 1]).
+    /// dtype / op / layout / alignment and compares them (fresh inputs in [-1, 1]). int8
+    /// kernels are compared element for element with an exact integer kernel instead
+    /// (mmt_reference_int8; inputs non-zero integers in [-4, 4]).
     Verification verify(const KernelSpec& spec);
 
     /// Copies the prepared problem's output C to the host as float (tests).
@@ -146,6 +148,8 @@ private:
     /// persistent spec several per CTA) and split ones (when the split tail is on).
     void launch(const KernelSpec& spec, LoadedKernel& kernel, const Problem& problem, const GemmOperands& ops,
                 bool verifying = false);
+    /// Enqueues the exact int8 GEMM (mm) the int8 kernels are verified against.
+    void run_int8_reference(const Problem& problem, const GemmOperands& operands);
     void fill(CUdeviceptr ptr, const std::string& dtype, std::size_t count, std::uint64_t seed, float lo, float hi);
     std::vector<float> download(CUdeviceptr ptr, const std::string& dtype, std::size_t count);
     bool reference_tf32(const Problem& problem) const;

@@ -10,7 +10,11 @@
 //   MMT_MATH 0: mma.sync m16n8k16 (float16 / bfloat16 operands, float32 accumulators), with
 //               ldmatrix fragment loads;
 //   MMT_MATH 1: mma.sync m16n8k8 tf32 (float32 operands, ALLOW_TF32);
-//   MMT_MATH 2: FMA on CUDA cores (float32 without TF32).
+//   MMT_MATH 2: FMA on CUDA cores (float32 without TF32);
+//   MMT_MATH 4: mma.sync m16n8k32 s8 (int8 operands, int32 accumulators and output C, as
+//               torch._int_mm): ldmatrix for K-major operands, byte gathers for the others
+//               (ldmatrix.trans moves 16-bit elements, not bytes). No addmm, no split-K
+//               (the split's partial sums are float32).
 // Rows and columns outside M / N are clamped on load (as Triton's `rm % M`: the values
 // land in rows that are never stored; element loads read zero there); K beyond the end is
 // zero-filled unless EVEN_K.
@@ -38,11 +42,24 @@ constexpr int VEC_C = MMT_VEC_C;               // 2 when pairs of C elements may
 
 #if MMT_DTYPE == 2
 typedef float elem_t;
+typedef float acc_t;
+typedef float out_t;
 constexpr int ELT = 4;
+#elif MMT_DTYPE == 3
+// int8 as raw bytes: loads zero-extend, so two of them pack into a register unmixed
+// (ElementTile); the MMA reads the bits as s8.
+typedef unsigned char elem_t;
+typedef int acc_t;
+typedef int out_t;
+constexpr int ELT = 1;
 #else
 typedef unsigned short elem_t;
+typedef float acc_t;
+typedef elem_t out_t;
 constexpr int ELT = 2;
 #endif
+// Elements in 16 bytes: one ldmatrix row, one swizzle chunk.
+constexpr int CHUNK_ELEMS = 16 / ELT;
 
 // Shared-memory tiles as stored: [rows][cols], cols contiguous, each operand in its
 // global orientation (so cp.async copies straight through and ldmatrix(.trans) fixes
@@ -61,7 +78,7 @@ constexpr int STAGE_ELEMS = A_TILE + B_TILE;
 // 16-byte cp.async stores of 8 consecutive threads, hit 8 distinct groups of 4 banks.
 template <int COLS>
 __device__ __forceinline__ int swizzle(int row, int col) {
-    constexpr int CE = 16 / ELT;       // elements per chunk
+    constexpr int CE = CHUNK_ELEMS;
     constexpr int CPR = COLS / CE;     // chunks per row
     const int chunk = col / CE;
     const int within = col % CE;
@@ -190,6 +207,7 @@ __device__ __forceinline__ void fetch_operand(ElementTile<ROWS, COLS>& regs, ele
         load_tile<ROWS, COLS, VEC, !KMAJOR>(s, g, ld, row_end, col_end, tid);
 }
 
+#if MMT_DTYPE != 3
 __device__ __forceinline__ float to_float(elem_t v) {
 #if MMT_DTYPE == 0
     float f;
@@ -238,6 +256,20 @@ __device__ __forceinline__ void store_pair(elem_t* c_row, const elem_t* bias, in
         if (n + 1 < N) c_row[n + 1] = from_float(v1);
     }
 }
+#else
+// int32 C (torch._int_mm): a pair of columns n, n+1 of row m, masked to the matrix.
+__device__ __forceinline__ void store_pair(out_t* c_row, const elem_t*, int n, int N, int v0, int v1, float, float) {
+    if (VEC_C == 2 && n + 1 < N) {
+        int2 p;
+        p.x = v0;
+        p.y = v1;
+        *reinterpret_cast<int2*>(c_row + n) = p;
+    } else {
+        if (n < N) c_row[n] = v0;
+        if (n + 1 < N) c_row[n + 1] = v1;
+    }
+}
+#endif
 
 #if MMT_MATH != 2
 // ---------------------------------------------------------------- tensor-core paths
@@ -247,7 +279,7 @@ constexpr int WTM = BM / WARPS_M;  // warp tile
 constexpr int WTN = BN / WARPS_N;
 constexpr int MT = WTM / 16;       // m16 tiles per warp
 constexpr int NT = WTN / 8;        // n8 tiles per warp
-constexpr int KSTEP = MATH == 0 ? 16 : 8;
+constexpr int KSTEP = MATH == 0 ? 16 : MATH == 4 ? 32 : 8;
 constexpr int KSTEPS = BK / KSTEP;
 static_assert(WARPS_M * WARPS_N == WARPS, "warp layout");
 static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile");
@@ -284,20 +316,20 @@ __device__ __forceinline__ void init_frag_base(FragBase& fb, int wm0, int wn0, i
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
         const int m0 = wm0 + i * 16;
-        fb.a[i] = ELT * (A_KMAJOR ? swizzle<A_COLS>(m0 + (lane & 7) + ((lane >> 3) & 1) * 8, (lane >> 4) * 8)
+        fb.a[i] = ELT * (A_KMAJOR ? swizzle<A_COLS>(m0 + (lane & 7) + ((lane >> 3) & 1) * 8, (lane >> 4) * CHUNK_ELEMS)
                                   : swizzle<A_COLS>((lane & 7) + (lane >> 4) * 8, m0 + ((lane >> 3) & 1) * 8));
     }
 #pragma unroll
     for (int j = 0; j < NT; j += 2) {
         const int n0 = wn0 + j * 8;
         const int l = j + 1 < NT ? lane : (lane & 15);  // x2 loads use lanes 0-15 only
-        fb.b[j / 2] = ELT * (B_KMAJOR ? swizzle<B_COLS>(n0 + (l & 7) + (l >> 4) * 8, ((l >> 3) & 1) * 8)
+        fb.b[j / 2] = ELT * (B_KMAJOR ? swizzle<B_COLS>(n0 + (l & 7) + (l >> 4) * 8, ((l >> 3) & 1) * CHUNK_ELEMS)
                                       : swizzle<B_COLS>((l & 7) + ((l >> 3) & 1) * 8, n0 + (l >> 4) * 8));
     }
 }
 
-// The offset at k-step ks from the k-step-0 offset. K-major tiles move along the row:
-// the swizzle turns that into an XOR of the chunk bits. Otherwise the tile moves down 16
+// The offset at k-step ks from the k-step-0 offset. K-major tiles move along the row by
+// 32 bytes (16 2-byte or 32 int8 elements): the swizzle turns that into an XOR of the chunk bits. Otherwise the tile moves down 16
 // rows: an add, plus for 2-chunk rows (16 elements) a flip of the line parity bit.
 // (Checked against swizzle() for every tile shape, lane and step.)
 template <bool KMAJOR, int COLS>
@@ -311,20 +343,52 @@ __device__ __forceinline__ unsigned frag_offset(unsigned off0, int ks) {
     }
 }
 
+#if MMT_MATH == 4
+// Four int8 elements (k .. k+3 at row / column `mn`) of a tile stored with K along its
+// rows, packed low byte first, as an s8 MMA fragment register holds them.
+template <int COLS>
+__device__ __forceinline__ unsigned gather4(const elem_t* s, int k, int mn) {
+    return (unsigned)s[swizzle<COLS>(k, mn)] | ((unsigned)s[swizzle<COLS>(k + 1, mn)] << 8) |
+           ((unsigned)s[swizzle<COLS>(k + 2, mn)] << 16) | ((unsigned)s[swizzle<COLS>(k + 3, mn)] << 24);
+}
+#endif
+
 // Fragments of k-step `ks` of the stage at shared address `stage` (`sf` is the same stage
-// as a pointer, for the tf32 path), for the warp tile at (wm0, wn0).
+// as a pointer, for the tf32 and int8 gathers), for the warp tile at (wm0, wn0).
 __device__ __forceinline__ void load_frags(Frags& f, unsigned stage, const float* sf, const FragBase& fb, int wm0,
                                            int wn0, int ks, int lane) {
-#if MMT_MATH == 0
+#if MMT_MATH == 0 || MMT_MATH == 4
     const unsigned sb = stage + A_TILE * ELT;
+#if MMT_MATH == 4
+    // m16n8k32 s8: register q of A holds row g (+8 for odd q), k 4t..4t+3 (+16 for q >= 2);
+    // of B, column g, k 4t..4t+3 (+16 for q = 1).
+    const elem_t* se = reinterpret_cast<const elem_t*>(sf);
+    const int g = lane >> 2, t = lane & 3, k0 = ks * KSTEP + 4 * t;
+#endif
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
         const unsigned addr = stage + frag_offset<A_KMAJOR, A_COLS>(fb.a[i], ks);
-        if constexpr (A_KMAJOR)
+        if constexpr (A_KMAJOR) {
             ldmatrix_x4(f.a[i], addr);
-        else
+        } else {
+#if MMT_MATH == 4
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                f.a[i][q] = gather4<A_COLS>(se, k0 + (q >> 1) * 16, wm0 + i * 16 + g + (q & 1) * 8);
+#else
             ldmatrix_x4_trans(f.a[i], addr);
+#endif
+        }
     }
+#if MMT_MATH == 4
+    if constexpr (!B_KMAJOR) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int q = 0; q < 2; ++q) f.b[j][q] = gather4<B_COLS>(se + A_TILE, k0 + q * 16, wn0 + j * 8 + g);
+        return;
+    }
+#endif
 #pragma unroll
     for (int j = 0; j < NT; j += 2) {
         const unsigned addr = sb + frag_offset<B_KMAJOR, B_COLS>(fb.b[j / 2], ks);
@@ -379,8 +443,13 @@ __device__ __forceinline__ void load_frags(Frags& f, unsigned stage, const float
 #endif
 }
 
-__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-#if MMT_MATH == 0
+__device__ __forceinline__ void mma(acc_t (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if MMT_MATH == 4
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif MMT_MATH == 0
 #if MMT_DTYPE == 0
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
@@ -401,7 +470,7 @@ __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], const
 }
 
 struct Accum {
-    float c[MT][NT][4];
+    acc_t c[MT][NT][4];
 };
 
 __device__ __forceinline__ void compute_stage(Accum& acc, const elem_t* stage, int wm0, int wn0, int lane) {
@@ -486,7 +555,7 @@ __device__ __forceinline__ void mainloop_mma(Accum& acc, elem_t* smem, int k_til
     cp_async_wait<0>();
 }
 
-__device__ __forceinline__ void epilogue(const Accum& acc, elem_t* c, const elem_t* bias, int m_base, int n_base,
+__device__ __forceinline__ void epilogue(const Accum& acc, out_t* c, const elem_t* bias, int m_base, int n_base,
                                          int M, int N, long long ldc, float alpha, float beta, int wm0, int wn0,
                                          int lane) {
     const int g = lane >> 2, t = lane & 3;
@@ -496,7 +565,7 @@ __device__ __forceinline__ void epilogue(const Accum& acc, elem_t* c, const elem
         for (int h = 0; h < 2; ++h) {
             const int m = m_base + wm0 + i * 16 + g + h * 8;
             if (m >= M) continue;
-            elem_t* row = c + m * ldc;
+            out_t* row = c + m * ldc;
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 const int n = n_base + wn0 + j * 8 + 2 * t;
@@ -542,7 +611,7 @@ __device__ __forceinline__ void compute_stage(Accum& acc, const elem_t* stage, i
     }
 }
 
-__device__ __forceinline__ void epilogue(const Accum& acc, elem_t* c, const elem_t* bias, int m_base, int n_base,
+__device__ __forceinline__ void epilogue(const Accum& acc, out_t* c, const elem_t* bias, int m_base, int n_base,
                                          int M, int N, long long ldc, float alpha, float beta, int, int, int tid) {
     const int ty = tid / TX, tx = tid % TX;
 #pragma unroll
@@ -646,7 +715,7 @@ __device__ __forceinline__ bool reduce_split(Accum& acc, float* tile_ws, unsigne
 // whoever is last) and stores the tile. No CTA waits for another. Without SPLIT_K the
 // split arguments are unused.
 extern "C" __global__ void __launch_bounds__(THREADS)
-    mmt_gemm(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c,
+    mmt_gemm(const elem_t* __restrict__ a, const elem_t* __restrict__ b, out_t* __restrict__ c,
              const elem_t* __restrict__ bias, int M, int N, int K, long long lda, long long ldb, long long ldc,
              long long stride_a, long long stride_b, long long stride_c, float alpha, float beta,
              float* __restrict__ split_workspace, unsigned* __restrict__ split_flags, int split_from, int splits) {
@@ -731,7 +800,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc.c[i][j][q] = 0.f;
+            for (int q = 0; q < 4; ++q) acc.c[i][j][q] = acc_t(0);
     const int cta_arg = lane;
 #else
 #pragma unroll
@@ -834,6 +903,34 @@ extern "C" __global__ void mmt_fill_bf16(unsigned short* p, unsigned long long n
         asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(mmt_uniform(seed, i, lo, hi)));
         p[i] = h;
     }
+}
+
+// int8 operands (torch._int_mm): non-zero integers in [-4, -1] u [1, 4], as the CPU backend
+// draws them: small enough that no sum of K products leaves int32.
+extern "C" __global__ void mmt_fill_i8(signed char* p, unsigned long long n, unsigned long long seed, float, float) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const int u = (int)(mmt_uniform(seed, i, 0.f, 8.f));  // 0..7
+        p[i] = (signed char)(u < 4 ? u + 1 : 3 - u);
+    }
+}
+
+// The exact int8 reference the int8 kernels are verified against: one thread per element
+// of C = A·B, int32 sums. A is M x K, B is K x N, each row-major (k_major_a: A's K index
+// contiguous, lda its row stride; else A is stored transposed, K x M) likewise for B.
+extern "C" __global__ void mmt_reference_int8(const signed char* a, const signed char* b, int* c, int M, int N, int K,
+                                              long long lda, long long ldb, long long ldc, int a_kmajor,
+                                              int b_kmajor) {
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    const int m = blockIdx.y;
+    if (n >= N || m >= M) return;
+    int sum = 0;
+    for (int k = 0; k < K; ++k) {
+        const int x = a_kmajor ? a[m * lda + k] : a[k * lda + m];
+        const int y = b_kmajor ? b[n * ldb + k] : b[k * ldb + n];
+        sum += x * y;
+    }
+    c[m * ldc + n] = sum;
 }
 
 #endif  // MMT_UTILITY

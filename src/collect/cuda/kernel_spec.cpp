@@ -23,6 +23,7 @@ int widest_vector(int cap, std::initializer_list<std::int64_t> values) {
 const char* dtype_short(const std::string& dtype) {
     if (dtype == "float16") return "f16";
     if (dtype == "bfloat16") return "bf16";
+    if (dtype == "int8") return "i8";
     return "f32";
 }
 
@@ -30,6 +31,7 @@ int dtype_code(const std::string& dtype) {
     if (dtype == "float16") return 0;
     if (dtype == "bfloat16") return 1;
     if (dtype == "float32") return 2;
+    if (dtype == "int8") return 3;
     throw core::InputError("dtype", "the CUDA backend has no kernel for " + dtype);
 }
 
@@ -129,7 +131,9 @@ KernelSpec make_spec(const core::GemmConfig& c, const std::string& dtype, const 
     s.align = align;
     dtype_code(dtype);  // rejects dtypes without a kernel
     s.allow_tf32 = dtype == "float32" && c.allow_tf32;
-    s.math = dtype != "float32" ? MathPath::mma16 : (s.allow_tf32 ? MathPath::tf32 : MathPath::fma);
+    s.math = dtype == "int8"      ? MathPath::imma
+             : dtype != "float32" ? MathPath::mma16
+                                  : (s.allow_tf32 ? MathPath::tf32 : MathPath::fma);
     if (is_pow2(s.num_warps) && s.num_warps <= 8) {
         if (s.math == MathPath::fma)
             choose_thread_grid(s);
@@ -303,7 +307,7 @@ int frag_pipeline_registers(const KernelSpec& s) {
     const int wtm = s.block_m / s.warps_m, wtn = s.block_n / s.warps_n;
     const int accumulators = wtm * wtn / 32;
     const int fragments_per_step = (wtm / 16) * 4 + (wtn / 8) * 2;  // A per m16, B per n8
-    const int steps = s.block_k / (s.math == MathPath::tf32 ? 8 : 16);
+    const int steps = s.block_k / (s.math == MathPath::tf32 ? 8 : s.math == MathPath::imma ? 32 : 16);
     const int copies = (s.block_m + s.block_n) * s.block_k * core::dtype_size(s.dtype) / (16 * 32 * s.num_warps);
     return accumulators + fragments_per_step * (steps + 1) + 4 * copies;
 }
@@ -316,6 +320,8 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, const DeviceL
     if (!is_pow2(s.num_warps) || s.num_warps > 8) return std::string("num_warps must be 1, 2, 4 or 8");
     if (s.num_stages < 1) return std::string("num_stages must be >= 1");
     if (s.group_m < 1) return std::string("group_m must be >= 1");
+    if (s.math == MathPath::imma && s.block_k < 32) return std::string("int8: block_k must be >= 32 (the MMA's k32)");
+    if (s.math == MathPath::imma && s.op != "mm") return std::string("int8: mm only (torch._int_mm)");
     if (s.math == MathPath::fma) {
         if (s.thread_m == 0) return std::string("thread layout: fewer tile elements than threads");
     } else if (s.math == MathPath::wgmma) {

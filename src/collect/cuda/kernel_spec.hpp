@@ -19,6 +19,7 @@ enum class MathPath {
     tf32 = 1,   ///< mma.sync m16n8k8 tf32 (float32 with ALLOW_TF32)
     fma = 2,    ///< CUDA-core FMA (float32 without TF32)
     wgmma = 3,  ///< Hopper warpgroup MMA fed by TMA (gemm_kernel_sm90.cuh, sm_90a only)
+    imma = 4,   ///< mma.sync m16n8k32 s8 -> s32 (int8, torch._int_mm; mm only, no split-K)
 };
 
 /// Elements per global load of A and B, and per store of C, that a problem's strides allow.
@@ -217,7 +218,8 @@ int threads_per_block(const KernelSpec& spec);
 std::string nvrtc_arch(int cc_major, int cc_minor);
 
 /// Why the device cannot run the spec, or nullopt when it can. The rule, in order:
-/// block sizes are powers of two >= 16 and num_warps is 1..8 (a power of two); the
+/// block sizes are powers of two >= 16 and num_warps is 1..8 (a power of two); int8
+/// (imma) needs block_k >= 32 (the MMA's K) and the mm op (torch._int_mm); the
 /// warp grid (tensor cores: warps_m x warps_n with 16·warps_m | block_m and
 /// 8·warps_n | block_n) or thread grid (FMA: block_m·block_n a multiple of the thread
 /// count) divides the tile; shared memory fits the device's opt-in limit; estimated
