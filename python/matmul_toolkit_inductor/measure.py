@@ -382,6 +382,12 @@ class InductorMeasurer:
             "autotuned_op": recorder.autotuned_op,
         }
 
+    def profile(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The problem's eager op under torch.profiler (profiling.py)."""
+        from .profiling import profile_problem
+
+        return profile_problem(self, request)
+
     def _entries(self, problem: dict[str, Any], recorder: _Recorder, want_reference: bool) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         best_aten: Optional[dict[str, Any]] = None

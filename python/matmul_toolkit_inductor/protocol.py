@@ -71,6 +71,16 @@ def check_problem(problem: Any) -> dict[str, Any]:
     return problem
 
 
+def check_profile(request: dict[str, Any]) -> None:
+    """Checks a profile request's folder and schedule, or raises ProtocolError."""
+    if not isinstance(request.get("out_dir"), str) or not request["out_dir"]:
+        raise ProtocolError("a profile request needs out_dir, a folder")
+    for field, least in (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 1)):
+        value = request.get(field)
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ProtocolError(f"{field} must be an integer >= {least}, got {value!r}")
+
+
 def check_config(config: Any) -> dict[str, Any]:
     """Returns a request's config after checking its fields, or raises ProtocolError."""
     if not isinstance(config, dict):

@@ -2,7 +2,7 @@
 
 Started by `matmul_toolkit collect --backend inductor`, one per device. It answers the
 parent's hello with the GPU and the torch/Triton versions, then measures one problem per
-`measure` request (docs/inductor_worker_protocol.md). stdout carries protocol messages
+`measure` request, or profiles one per `profile` request (docs/inductor_worker_protocol.md). stdout carries protocol messages
 only: whatever torch, Triton or a compiler prints goes to stderr.
 
 MMT_INDUCTOR_MEASURER=module:attribute replaces the measurer (a callable taking the device
@@ -67,12 +67,18 @@ def serve(requests: IO[str], replies: IO[str], factory: Callable[[int], Any]) ->
 
     for request in messages:
         request_id = request.get("id")
-        if request.get("type") != "measure":
+        kind = request.get("type")
+        if kind not in ("measure", "profile"):
             protocol.write_message(replies, protocol.error_message(
-                f"unknown request type {request.get('type')!r}", request_id))
+                f"unknown request type {kind!r}", request_id))
             continue
         try:
             protocol.check_problem(request.get("problem"))
+            if kind == "profile":
+                protocol.check_profile(request)
+                reply = measurer.profile(request)
+                protocol.write_message(replies, {"type": "profile", "id": request_id, **reply})
+                continue
             for config in request.get("configs") or []:
                 protocol.check_config(config)
             reply = measurer.measure(request)

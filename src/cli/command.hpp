@@ -49,5 +49,6 @@ void register_predict_table(CLI::App& app, const GlobalOptions& global);
 void register_collector_example(CLI::App& app, const GlobalOptions& global);
 void register_collector_basic_example(CLI::App& app, const GlobalOptions& global);
 void register_model_example(CLI::App& app, const GlobalOptions& global);
+void register_profile(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace mmt::cli

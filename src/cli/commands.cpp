@@ -50,6 +50,7 @@ void register_all_commands(CLI::App& app, const GlobalOptions& global) {
     register_create_validation(app, global);
     register_collect_shapeset(app, global);
     register_collect_script(app, global);
+    register_profile(app, global);
     register_train(app, global);
     register_validate_model(app, global);
     register_collect_and_train(app, global);

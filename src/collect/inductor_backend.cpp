@@ -290,16 +290,76 @@ std::vector<std::pair<std::string, std::string>> InductorBackend::environment() 
     return env;
 }
 
-std::vector<Backend::BatchEntry> InductorBackend::measure_batch(const Problem& problem,
-                                                                const std::vector<core::GemmConfig>& kept_configs,
-                                                                const std::string& own_space, bool with_reference,
-                                                                const TimingOptions& options) {
+void InductorBackend::replace_worker(const std::string& category, const std::string& what, const Problem& problem) {
+    m_worker->kill_and_reap();
+    m_worker.reset();
+    ++m_restarts;
+    spdlog::error("inductor worker on device {}: {} on {}; {}", m_options.device_index,
+                  category.empty() ? what : category + ": " + what, describe_problem(problem),
+                  m_restarts > kInductorMaxRestarts ? "no new worker is started" : "a new worker takes its place");
+    throw core::Error(category, what);
+}
+
+core::OrderedJson InductorBackend::exchange(core::OrderedJson request, const Problem& problem) {
     if (!m_worker) {
         if (m_restarts > kInductorMaxRestarts) {
             throw core::Error("inductor worker", "died " + std::to_string(m_restarts) + " times; no new one is started");
         }
         start_worker();
     }
+    const std::int64_t id = m_next_id++;
+    request["id"] = id;
+    (void)m_worker->send(request.dump());  // a worker that is gone shows as ended below
+    std::string line;
+    for (;;) {
+        const auto read = m_worker->read_line(line, std::chrono::seconds(m_options.worker_timeout_s), true);
+        if (read == ChildProcess::Read::interrupted) {
+            m_worker->kill_and_reap();
+            m_worker.reset();
+            throw core::Interrupted("interrupted while the inductor worker worked on " + describe_problem(problem));
+        }
+        // A worker that died, hung or talks nonsense is replaced; its problem fails.
+        if (read == ChildProcess::Read::timed_out) {
+            replace_worker("", "worker timed out after " + std::to_string(m_options.worker_timeout_s) + " s", problem);
+        }
+        if (read == ChildProcess::Read::ended) {
+            const std::string status = m_worker->reap(std::chrono::seconds(5));
+            replace_worker("worker died", status, problem);
+        }
+        if (!line.empty() && line.front() == '{') break;
+        spdlog::debug("inductor worker stdout: {}", line);
+    }
+    Json reply;
+    try {
+        reply = core::parse_json_text(line, "inductor worker reply");
+        if (reply.contains("id") && reply.at("id").get<std::int64_t>() != id) {
+            throw core::Error("", "reply to request " + reply.at("id").dump() + ", expected " + std::to_string(id));
+        }
+        const std::string type = reply.at("type").get<std::string>();
+        if (type != "error" && type != request.at("type").get<std::string>()) {
+            throw core::Error("", "unexpected reply type '" + type + "'");
+        }
+    } catch (const std::exception& e) {
+        replace_worker("inductor worker", std::string("garbled reply (") + e.what() + "): " + line.substr(0, 200),
+                       problem);
+    }
+    if (reply.at("type") == "error") {
+        throw core::Error("inductor worker", reply.value("error", std::string("the worker could not do the request")));
+    }
+    return reply;
+}
+
+core::OrderedJson InductorBackend::profile(const Problem& problem, std::uint64_t seed, core::OrderedJson settings) {
+    settings["type"] = "profile";
+    settings["problem"] = problem_to_protocol(problem);
+    settings["seed"] = seed;
+    return exchange(std::move(settings), problem);
+}
+
+std::vector<Backend::BatchEntry> InductorBackend::measure_batch(const Problem& problem,
+                                                                const std::vector<core::GemmConfig>& kept_configs,
+                                                                const std::string& own_space, bool with_reference,
+                                                                const TimingOptions& options) {
     // The engine specialised the configs: ALLOW_TF32 is set on them when the run allows it.
     bool allow_tf32 = false;
     Json configs = Json::array();
@@ -307,10 +367,8 @@ std::vector<Backend::BatchEntry> InductorBackend::measure_batch(const Problem& p
         allow_tf32 = allow_tf32 || c.allow_tf32;
         if (own_space.empty()) configs.push_back(config_to_protocol(c));
     }
-    const std::int64_t id = m_next_id++;
     Json request;
     request["type"] = "measure";
-    request["id"] = id;
     request["problem"] = problem_to_protocol(problem);
     request["search_space"] = own_space.empty() ? Json() : Json(own_space);
     request["configs"] = std::move(configs);
@@ -319,70 +377,27 @@ std::vector<Backend::BatchEntry> InductorBackend::measure_batch(const Problem& p
     request["seed"] = m_seed;
     request["repeat"] = options.repeat;
 
-    // A worker that died, hung or talks nonsense is replaced; its problem fails.
-    auto replace = [&](const std::string& category, const std::string& what) -> void {
-        m_worker->kill_and_reap();
-        m_worker.reset();
-        ++m_restarts;
-        spdlog::error("inductor worker on device {}: {} on {}; {}", m_options.device_index,
-                      category.empty() ? what : category + ": " + what,
-                      describe_problem(problem),
-                      m_restarts > kInductorMaxRestarts ? "no new worker is started" : "a new worker takes its place");
-        throw core::Error(category, what);
-    };
-
-    (void)m_worker->send(request.dump());  // a worker that is gone shows as ended below
-    std::string line;
-    for (;;) {
-        const auto read = m_worker->read_line(line, std::chrono::seconds(m_options.worker_timeout_s), true);
-        if (read == ChildProcess::Read::interrupted) {
-            m_worker->kill_and_reap();
-            m_worker.reset();
-            throw core::Interrupted("interrupted while the inductor worker measured " + describe_problem(problem));
-        }
-        if (read == ChildProcess::Read::timed_out) {
-            replace("", "worker timed out after " + std::to_string(m_options.worker_timeout_s) + " s");
-        }
-        if (read == ChildProcess::Read::ended) {
-            const std::string status = m_worker->reap(std::chrono::seconds(5));
-            replace("worker died", status);
-        }
-        if (!line.empty() && line.front() == '{') break;
-        spdlog::debug("inductor worker stdout: {}", line);
-    }
-
+    const Json reply = exchange(std::move(request), problem);
     std::vector<BatchEntry> entries;
-    std::string error;
     try {
-        const Json reply = core::parse_json_text(line, "inductor worker reply");
-        const std::string type = reply.at("type").get<std::string>();
-        if (reply.contains("id") && reply.at("id").get<std::int64_t>() != id) {
-            throw core::Error("", "reply to request " + reply.at("id").dump() + ", expected " + std::to_string(id));
-        }
-        if (type == "error") {
-            error = reply.value("error", std::string("the worker could not measure the problem"));
-        } else if (type != "measure") {
-            throw core::Error("", "unexpected reply type '" + type + "'");
-        } else {
-            for (const auto& e : reply.at("entries")) {
-                BatchEntry entry;
-                const std::string template_name = e.at("template").get<std::string>();
-                entry.reference = template_name == "aten";
-                entry.config = entry.reference ? reference_config(problem)
-                                               : config_from_protocol(e.at("config"), entry_name(template_name, problem));
-                if (e.contains("error") && !e.at("error").is_null()) {
-                    entry.error = e.at("error").get<std::string>();
-                } else {
-                    entry.timing = timing_from_protocol(e);
-                    for (const double s : entry.timing->samples_ms) m_timed_seconds += s / 1e3;
-                }
-                entries.push_back(std::move(entry));
+        for (const auto& e : reply.at("entries")) {
+            BatchEntry entry;
+            const std::string template_name = e.at("template").get<std::string>();
+            entry.reference = template_name == "aten";
+            entry.config = entry.reference ? reference_config(problem)
+                                           : config_from_protocol(e.at("config"), entry_name(template_name, problem));
+            if (e.contains("error") && !e.at("error").is_null()) {
+                entry.error = e.at("error").get<std::string>();
+            } else {
+                entry.timing = timing_from_protocol(e);
+                for (const double s : entry.timing->samples_ms) m_timed_seconds += s / 1e3;
             }
+            entries.push_back(std::move(entry));
         }
     } catch (const std::exception& e) {
-        replace("inductor worker", std::string("garbled reply (") + e.what() + "): " + line.substr(0, 200));
+        replace_worker("inductor worker", std::string("garbled reply (") + e.what() + "): " + reply.dump().substr(0, 200),
+                       problem);
     }
-    if (!error.empty()) throw core::Error("inductor worker", error);
     return entries;
 }
 

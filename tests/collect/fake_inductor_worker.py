@@ -11,6 +11,8 @@ list differs from the binary's static one. Misbehaviour on request (environment)
   FAKE_HELLO_ERROR=1          answers hello with an error and exits 3
   FAKE_PROTOCOL=<n>           claims protocol n in its hello
   FAKE_LOG=<file>             appends "op M N K search_space" per measure request
+  FAKE_NO_BF16=1              answers bfloat16 profile requests with a skip
+A `profile` request writes a small Kineto-shaped trace and an execution trace into out_dir.
 """
 from __future__ import annotations
 
@@ -96,6 +98,22 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
             "benchmark_seconds": 0.0, "autotuned_shape": [problem["B"], m, problem["N"], problem["K"]]}
 
 
+def profile(request: dict[str, Any]) -> dict[str, Any]:
+    problem = request["problem"]
+    if problem["dtype"] == "bfloat16" and os.environ.get("FAKE_NO_BF16") == "1":
+        return {"type": "profile", "id": request["id"], "skipped": "bfloat16: the fake device has none"}
+    steps = (request["wait"] + request["warmup"] + request["active"]) * request["repeat"]
+    t = fake_time(problem, None)
+    events = [{"name": "aten::mm", "ph": "X", "ts": i * 10.0, "dur": t * 1e3, "pid": 0, "tid": 0}
+              for i in range(request["active"] * request["repeat"])]
+    with open(os.path.join(request["out_dir"], "fake_host.pt.trace.json"), "w") as f:
+        json.dump({"traceEvents": events, "steps": steps}, f)
+    with open(os.path.join(request["out_dir"], "CPU_trace.json"), "w") as f:
+        json.dump({"schema": "fake", "nodes": []}, f)
+    return {"type": "profile", "id": request["id"], "traces": ["fake_host.pt.trace.json"],
+            "execution_trace": "CPU_trace.json", "time_ms": t, "kernel": "aten::mm"}
+
+
 def main() -> int:
     hello = json.loads(sys.stdin.readline() or "{}")
     if os.environ.get("FAKE_HELLO_ERROR") == "1":
@@ -112,6 +130,9 @@ def main() -> int:
         if not line.strip():
             continue
         request = json.loads(line)
+        if request.get("type") == "profile":
+            send(profile(request))
+            continue
         if request.get("type") != "measure":
             send({"type": "error", "id": request.get("id"), "error": f"unknown request {request.get('type')}"})
             continue

@@ -22,6 +22,9 @@ class FakeMeasurer:
         return {"entries": [{"template": "aten", "config": None, "time_ms": 1.5, "samples_ms": [1.5]}],
                 "compile_seconds": 0.0, "benchmark_seconds": 0.0, "autotuned_shape": None}
 
+    def profile(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"traces": [f"h_{request['active']}.pt.trace.json"], "time_ms": 0.5, "kernel": "aten::mm"}
+
 
 def problem(m: int = 64) -> dict[str, Any]:
     return {"op": "mm", "layout": "nn", "B": 1, "M": m, "N": 64, "K": 64, "dtype": "bfloat16"}
@@ -68,6 +71,19 @@ def test_bad_requests_are_refused_one_by_one() -> None:
     assert replies[2]["error"].startswith("bad request: config field block_m")
     assert replies[3] == {"type": "error", "id": 3, "error": "unknown request type 'explode'"}
     assert replies[4]["error"] == "bad request: int8 is torch._int_mm: mm only, got addmm"
+
+
+def test_profile_requests_are_checked_and_answered_as_profile() -> None:
+    hello = {"type": "hello", "protocol": protocol.PROTOCOL_VERSION}
+    steps = {"out_dir": "/tmp/x", "wait": 1, "warmup": 0, "active": 2, "repeat": 1}
+    code, replies = run([hello, {"type": "profile", "id": 1, "problem": problem(), **steps},
+                         {"type": "profile", "id": 2, "problem": problem(), **dict(steps, active=0)},
+                         {"type": "profile", "id": 3, "problem": problem(), **dict(steps, out_dir="")}])
+    assert code == 0
+    assert replies[1] == {"type": "profile", "id": 1, "traces": ["h_2.pt.trace.json"], "time_ms": 0.5,
+                          "kernel": "aten::mm"}
+    assert replies[2]["error"] == "bad request: active must be an integer >= 1, got 0"
+    assert replies[3]["error"] == "bad request: a profile request needs out_dir, a folder"
 
 
 def test_another_protocol_or_no_hello_is_refused() -> None:

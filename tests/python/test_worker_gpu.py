@@ -109,3 +109,20 @@ def test_int8_is_torch_int_mm_and_exact(worker: Worker) -> None:
         assert all(e["config"]["acc_type"] == "tl.int32" for e in timed)
         aten = [e for e in reply["entries"] if e["template"] == "aten"]
         assert len(aten) == 1 and aten[0].get("time_ms", 0) > 0, aten
+
+
+def test_profile_writes_kineto_and_execution_traces(worker: Worker, tmp_path: Path) -> None:
+    for index, (op, b, dtype) in enumerate([("mm", 1, "bfloat16"), ("bmm", 4, "float16"), ("mm", 1, "int8")]):
+        out = tmp_path / f"config_{index + 1:04d}"
+        reply = worker.ask({"type": "profile", "id": 10 + index, "problem": problem(op, b, 512, 512, 512, dtype),
+                            "seed": 5, "out_dir": str(out), "wait": 1, "warmup": 1, "active": 2, "repeat": 2})
+        print(f"profile {op} {dtype}:", reply)
+        assert reply["type"] == "profile", reply
+        assert len(reply["traces"]) == 2  # one per cycle
+        for name in reply["traces"]:
+            trace = json.loads((out / name).read_text())
+            names = {e.get("name", "") for e in trace["traceEvents"]}
+            assert reply["kernel"] in names, sorted(names)[:20]
+        assert reply["execution_trace"] == "CPU_trace.json"
+        assert json.loads((out / "CPU_trace.json").read_text())["nodes"]
+        assert reply["time_ms"] is not None and reply["time_ms"] > 0

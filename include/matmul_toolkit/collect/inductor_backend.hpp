@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "matmul_toolkit/collect/backend.hpp"
+#include "matmul_toolkit/core/json_codec.hpp"
 
 namespace mmt::collect {
 
@@ -84,6 +85,11 @@ public:
     /// "min": the dataset's time is Inductor's benchmarker's (the fastest of its runs).
     std::string statistic() const override { return "min"; }
 
+    /// One `profile` request (docs/inductor_worker_protocol.md): `settings` gives out_dir and
+    /// the profiler's steps; the problem and seed are added here. Returns the worker's reply;
+    /// throws as measure_batch() does.
+    core::OrderedJson profile(const Problem& problem, std::uint64_t seed, core::OrderedJson settings);
+
     /// Ends the worker process (a planning-only backend keeps what its hello said); the
     /// next measure_batch() starts a fresh one.
     void stop_worker();
@@ -93,6 +99,11 @@ public:
 private:
     void start_worker();
     std::string worker_label() const;
+    /// Sends `request` with the next id and returns the reply of its type; an "error"
+    /// reply throws core::Error("inductor worker", ...); a dead, hung or garbled worker is
+    /// replaced (replace_worker) and its problem fails.
+    core::OrderedJson exchange(core::OrderedJson request, const Problem& problem);
+    [[noreturn]] void replace_worker(const std::string& category, const std::string& what, const Problem& problem);
 
     InductorBackendOptions m_options;
     std::unique_ptr<detail::ChildProcess> m_worker;
