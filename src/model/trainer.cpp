@@ -8,19 +8,31 @@
 
 #include <torch/cuda.h>
 #include <torch/nn/functional/loss.h>
-#include <torch/optim/adam.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
 #include "matmul_toolkit/build_config.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
+#include "flat_adam.hpp"
 #include "predictor_impl.hpp"
 
 namespace mmt::model {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// at::set_num_threads for a scope; the previous count comes back after it.
+class ThreadCountScope {
+public:
+    explicit ThreadCountScope(int threads) : m_previous(at::get_num_threads()) { at::set_num_threads(threads); }
+    ~ThreadCountScope() { at::set_num_threads(m_previous); }
+    ThreadCountScope(const ThreadCountScope&) = delete;
+    ThreadCountScope& operator=(const ThreadCountScope&) = delete;
+
+private:
+    int m_previous;
+};
 
 /// Rows of raw features and ln(time) for a set of problems, each row with its own
 /// hardware's parallel units.
@@ -196,8 +208,8 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     const FeatureRows& train = data.train;
     const at::Tensor &x_train = data.x_train, &y_train = data.y_train, &x_val = data.x_val, &y_val = data.y_val;
 
-    torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(options.learning_rate)
-                                                        .weight_decay(options.weight_decay));
+    FlatAdam optimizer(net->parameters(), options.learning_rate, options.weight_decay);
+    const ThreadCountScope threads(device.is_cpu() ? training_threads(options.batch_size) : at::get_num_threads());
 
     const auto n = static_cast<std::int64_t>(train.rows);
     const std::int64_t batch = options.batch_size;
