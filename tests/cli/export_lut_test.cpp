@@ -35,11 +35,15 @@ TEST_F(ExportLutCli, InductorTableFromAShapeset) {
         const bool is_addmm = key.find("+alpha=1&beta=1+addmm") != std::string::npos;
         addmm += is_addmm;
         bmm += is_bmm;
-        // Three picks; ATen's is one entry, addmm's two (bias_addmm and addmm).
+        // Three picks, and ATen whether picked or not (Inductor's fallback when a
+        // benchmarked table's Triton layouts fail): one entry, addmm's two (bias_addmm,
+        // addmm), last when it was not a pick.
         std::size_t aten = 0;
         for (const auto& e : entries) aten += e.at("template_id").get<std::string>().rfind("aten::", 0) == 0;
-        ASSERT_EQ(entries.size() - aten + (aten > 0 ? 1 : 0), 3u) << key;
-        ASSERT_EQ(aten, aten == 0 ? 0u : is_addmm ? 2u : 1u) << key;
+        ASSERT_EQ(aten, is_addmm ? 2u : 1u) << key;
+        const std::size_t triton = entries.size() - aten;
+        ASSERT_TRUE(triton == 3u || triton == 2u) << key;
+        if (triton == 3u) EXPECT_EQ(entries.back().at("template_id").get<std::string>().rfind("aten::", 0), 0u) << key;
         for (const auto& e : entries) {
             if (e.at("template_id").get<std::string>().rfind("aten::", 0) == 0) {
                 EXPECT_EQ(e.size(), 1u) << e.dump();  // an ATen choice has no config
