@@ -60,20 +60,6 @@ core::GemmConfig config_from_protocol(const Json& j, const std::string& name) {
     return c;
 }
 
-Json problem_to_protocol(const Problem& p) {
-    Json j;
-    j["op"] = p.op;
-    j["layout"] = p.layout;
-    j["B"] = p.shape.B;
-    j["M"] = p.shape.M;
-    j["N"] = p.shape.N;
-    j["K"] = p.shape.K;
-    j["dtype"] = p.dtype();
-    j["alpha"] = p.alpha;
-    j["beta"] = p.beta;
-    return j;
-}
-
 // Inductor's benchmarker reports its minimum; that is the dataset's time. The runs it made
 // give the sidecar its spread.
 Timing timing_from_protocol(const Json& entry) {
@@ -97,6 +83,20 @@ std::string entry_name(const std::string& template_name, const Problem& problem)
 }
 
 }  // namespace
+
+core::OrderedJson problem_to_protocol(const Problem& p) {
+    Json j;
+    j["op"] = p.op;
+    j["layout"] = p.layout;
+    j["B"] = p.shape.B;
+    j["M"] = p.shape.M;
+    j["N"] = p.shape.N;
+    j["K"] = p.shape.K;
+    j["dtype"] = p.dtype();
+    j["alpha"] = p.alpha;
+    j["beta"] = p.beta;
+    return j;
+}
 
 fs::path find_inductor_package() {
     std::vector<fs::path> candidates;

@@ -35,25 +35,6 @@ std::string int_mm_refusal(const Problem& p) {
     return "";
 }
 
-Json problem_json(const Problem& p) {
-    Json j;
-    j["op"] = p.op;
-    j["layout"] = p.layout;
-    j["B"] = p.shape.B;
-    j["M"] = p.shape.M;
-    j["N"] = p.shape.N;
-    j["K"] = p.shape.K;
-    j["dtype"] = p.dtype();
-    return j;
-}
-
-std::string describe(const Problem& p) {
-    std::ostringstream o;
-    o << p.op_key() << ' ' << p.shape.B << 'x' << p.shape.M << 'x' << p.shape.N << 'x' << p.shape.K << ' '
-      << p.dtype();
-    return o.str();
-}
-
 template <typename T>
 void require_positive(const std::vector<T>& values, const char* option) {
     if (values.empty()) throw core::InputError(option, "needs at least one value");
@@ -133,7 +114,7 @@ public:
         timing.warmup = (steps.wait + steps.warmup) * steps.repeat;
         timing.repeat = steps.active * steps.repeat;
         ExperimentResult result;
-        ProblemTrace trace(describe(p));
+        ProblemTrace trace(describe_problem(p));
         const auto clock_us = [] {
             return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch())
                 .count();
@@ -304,9 +285,9 @@ ProfileSummary run_profile(const std::vector<Experiment>& experiments, const Pro
     for (const auto& e : experiments) {
         const fs::path dir = options.output_dir / e.name;
         auto meta = finished_meta(dir);
-        if (meta && meta->value("problem", Json()) != problem_json(e.problem)) {
+        if (meta && meta->value("problem", Json()) != problem_to_protocol(e.problem)) {
             throw core::InputError(dir.string(), "holds another experiment (" + meta->value("problem", Json()).dump() +
-                                                     ") than this grid's " + describe(e.problem) +
+                                                     ") than this grid's " + describe_problem(e.problem) +
                                                      ": profile into a new --output-dir");
         }
         finished.push_back(std::move(meta));
@@ -319,7 +300,7 @@ ProfileSummary run_profile(const std::vector<Experiment>& experiments, const Pro
         if (finished[i]) {
             ++summary.resumed;
             metas.push_back(*finished[i]);
-            spdlog::info("{}{} {}: done in an earlier run", position, e.name, describe(e.problem));
+            spdlog::info("{}{} {}: done in an earlier run", position, e.name, describe_problem(e.problem));
             continue;
         }
         if (interrupt_requested()) {
@@ -351,7 +332,7 @@ ProfileSummary run_profile(const std::vector<Experiment>& experiments, const Pro
         meta["experiment"] = e.name;
         meta["status"] = result.status;
         if (!result.reason.empty()) meta["reason"] = result.reason;
-        meta["problem"] = problem_json(e.problem);
+        meta["problem"] = problem_to_protocol(e.problem);
         meta["backend"] = runner.backend_name();
         meta["hardware"] = runner.hardware_name();
         for (const auto& [key, value] : runner.versions()) meta["versions"][key] = value;
@@ -373,14 +354,14 @@ ProfileSummary run_profile(const std::vector<Experiment>& experiments, const Pro
         write_summary(summary.summary_csv, metas);
         if (result.status == "done") {
             ++summary.done;
-            spdlog::info("{}{} {}: {:.4f} ms ({}), {}", position, e.name, describe(e.problem), result.time_ms.value_or(0),
+            spdlog::info("{}{} {}: {:.4f} ms ({}), {}", position, e.name, describe_problem(e.problem), result.time_ms.value_or(0),
                          result.kernel, result.traces.empty() ? std::string("no trace") : result.traces.front());
         } else if (result.status == "skipped") {
             ++summary.skipped;
-            spdlog::info("{}{} {}: skipped: {}", position, e.name, describe(e.problem), result.reason);
+            spdlog::info("{}{} {}: skipped: {}", position, e.name, describe_problem(e.problem), result.reason);
         } else {
             ++summary.failed;
-            spdlog::warn("{}{} {}: failed: {}", position, e.name, describe(e.problem), result.reason);
+            spdlog::warn("{}{} {}: failed: {}", position, e.name, describe_problem(e.problem), result.reason);
         }
     }
     if (!metas.empty()) write_summary(summary.summary_csv, metas);

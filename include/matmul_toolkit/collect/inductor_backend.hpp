@@ -35,6 +35,9 @@ struct InductorBackendOptions {
     std::vector<std::string> worker_command;
 };
 
+/// A problem as the worker protocol writes it: op, layout, B, M, N, K, dtype, alpha, beta.
+core::OrderedJson problem_to_protocol(const Problem& problem);
+
 /// The first folder holding matmul_toolkit_inductor/worker.py among: $MMT_INDUCTOR_PYTHONPATH,
 /// <binary's folder>/python, <binary's folder>/../share/matmul_toolkit/python, the source
 /// tree's python/. Empty when none does.
