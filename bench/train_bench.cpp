@@ -156,6 +156,11 @@ int main(int argc, char** argv) {
             options = {};
             options.ensemble = 3;
             row("--ensemble 3", options);
+            // The automatic CPU thread count (one per 512 rows) against every core.
+            options = {};
+            options.model = spec(model::ModelType::deep, {}, 128, 10);
+            options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+            row("deep, --threads " + std::to_string(options.threads) + " (every core)", options);
         }
 
         std::printf("\nranking latency on CPU: predict 1000 configs of one problem (mm 4096x4096x1024 "

@@ -41,6 +41,7 @@ struct TrainCliOptions {
     int folds = 0;
     int tune = 0;
     int eval_every = 1;
+    int threads = 0;
 };
 
 /// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,

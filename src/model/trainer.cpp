@@ -127,6 +127,7 @@ void validate_train_options(const TrainOptions& o) {
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
     if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
+    if (o.threads < 0) throw core::InputError("--threads", "must be 0 (automatic) or more");
     if (o.ensemble > 1 && o.model.type != ModelType::base) {
         throw core::InputError("--ensemble", "averages base networks only (use --model-type base)");
     }
@@ -209,7 +210,8 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     const at::Tensor &x_train = data.x_train, &y_train = data.y_train, &x_val = data.x_val, &y_val = data.y_val;
 
     FlatAdam optimizer(net->parameters(), options.learning_rate, options.weight_decay);
-    const ThreadCountScope threads(device.is_cpu() ? training_threads(options.batch_size) : at::get_num_threads());
+    const int cpu_threads = options.threads > 0 ? options.threads : training_threads(options.batch_size);
+    const ThreadCountScope threads(device.is_cpu() ? cpu_threads : at::get_num_threads());
 
     const auto n = static_cast<std::int64_t>(train.rows);
     const std::int64_t batch = options.batch_size;

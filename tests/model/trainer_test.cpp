@@ -165,6 +165,9 @@ TEST(Trainer, BadInputIsAClearError) {
     options = small_options();
     options.device = "tpu";
     EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
+    options = small_options();
+    options.threads = -1;
+    EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
 }
 
 // An ensemble is one network whose prediction is the mean (in log space) of its members,

@@ -51,6 +51,9 @@ struct TrainOptions {
     int ensemble = 1;
     /// Validate every N epochs (and after the last); early stopping sees only those.
     int eval_every = 1;
+    /// CPU intra-op threads during training; 0: one per 512 rows of a batch, at most the
+    /// hardware's (training_threads in src/model/flat_adam.hpp says why).
+    int threads = 0;
     /// The split to use instead of split_by_problem (cross-validation folds).
     std::optional<ProblemSplit> split;
     /// Called after every epoch (progress lines).
