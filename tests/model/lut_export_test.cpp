@@ -82,7 +82,9 @@ TEST(InductorLut, ParsesAndHoldsTemplateConfigsInRankOrder) {
     const auto key = "((torch.float16, [64, 128], [128, 1]), (torch.float16, [128, 256], [256, 1]))+mm";
     ASSERT_TRUE(table.contains(key)) << text;
     const auto& entries = table.at(key);
-    ASSERT_EQ(entries.size(), 2u);
+    // The two configs, then ATen: a list Inductor benchmarks keeps its extern fallback.
+    ASSERT_EQ(entries.size(), 3u);
+    EXPECT_EQ(entries[2], nlohmann::json({{"template_id", "aten::mm"}}));
     const auto& first = entries[0];
     EXPECT_EQ(first.at("template_id"), "triton::mm");
     EXPECT_EQ(first.at("BLOCK_M"), 128);
@@ -102,6 +104,10 @@ TEST(InductorLut, ParsesAndHoldsTemplateConfigsInRankOrder) {
         EXPECT_EQ(k.rfind("((torch.", 0), 0u) << k;
         for (const auto& entry : entries_of_key) EXPECT_TRUE(entry.contains("template_id"));
     }
+    // One config is used as is: no ATen added.
+    auto single = problem("mm", 1, 64, 256, 128);
+    single.configs.resize(1);
+    EXPECT_EQ(nlohmann::json::parse(inductor_lut_json({single})).at(key).size(), 1u);
 }
 
 TEST(InductorLut, TheVendorEntryBecomesInductorsAtenChoice) {
@@ -185,8 +191,11 @@ TEST(InductorLut, MisalignedProblemsAlsoGetThePaddedKey) {
                         "(torch.float16, [64, 32], [32, 1]))+alpha=1&beta=1+addmm";
     ASSERT_TRUE(table.contains(own)) << table.dump();
     ASSERT_TRUE(table.contains(padded)) << table.dump();
-    // Same configs in the same order; EVEN_K follows the K each key describes (60, then 64).
-    ASSERT_EQ(table.at(padded).size(), 2u);
+    // Same configs in the same order (then addmm's two ATen choices); EVEN_K follows the K
+    // each key describes (60, then 64).
+    ASSERT_EQ(table.at(padded).size(), 4u);
+    EXPECT_EQ(table.at(padded)[2].at("template_id"), "aten::bias_addmm");
+    EXPECT_EQ(table.at(padded)[3].at("template_id"), "aten::addmm");
     EXPECT_EQ(table.at(padded)[0].at("BLOCK_M"), 128);
     EXPECT_EQ(table.at(padded)[1].at("BLOCK_K"), 64);
     for (std::size_t i = 0; i < 2; ++i) {
