@@ -94,6 +94,18 @@ std::vector<core::GemmConfig> default_configs() {
     return configs;
 }
 
+std::vector<core::GemmConfig> int8_default_configs() {
+    // (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): Inductor's int8_mm_configs.
+    static constexpr int kList[][5] = {
+        {64, 64, 32, 2, 4},  {64, 128, 32, 3, 4}, {128, 64, 32, 3, 4},   {64, 128, 32, 4, 8},
+        {128, 64, 32, 4, 8}, {64, 32, 32, 5, 8},  {32, 64, 32, 5, 8},    {128, 128, 32, 2, 8},
+        {64, 64, 64, 3, 8},  {128, 256, 128, 3, 8}, {256, 128, 128, 3, 8},
+    };
+    std::vector<core::GemmConfig> configs;
+    for (const auto& c : kList) configs.push_back(make_config(c[0], c[1], c[2], 8, c[3], c[4]));
+    return configs;
+}
+
 std::vector<core::GemmConfig> exhaustive_configs() { return expand_grid(exhaustive_axes()); }
 
 std::vector<core::GemmConfig> configs_for(SearchSpace space) {

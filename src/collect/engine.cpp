@@ -122,6 +122,9 @@ std::vector<std::pair<std::string, std::vector<core::GemmConfig>>> plan_configs(
     if (options.configs_file.empty()) {
         const auto configs = configs_for(options.search_space);
         for (const auto& op : ops) out.emplace_back(op, configs);
+        // Inductor autotunes torch._int_mm over a list of its own.
+        const bool int8 = std::any_of(problems.begin(), problems.end(), [](const Problem& p) { return p.dtype() == "int8"; });
+        if (int8 && options.search_space == SearchSpace::default_space) out.emplace_back("mm:int8", int8_default_configs());
         return out;
     }
     const auto solution = core::load_solution(options.configs_file);
@@ -135,12 +138,6 @@ std::vector<std::pair<std::string, std::vector<core::GemmConfig>>> plan_configs(
     return out;
 }
 
-const std::vector<core::GemmConfig>& configs_of(const CollectionPlan& plan, const std::string& op) {
-    for (const auto& [name, configs] : plan.configs_per_op) {
-        if (name == op) return configs;
-    }
-    throw core::Error("collection plan", "no configs planned for operation " + op);
-}
 
 std::string utc_timestamp() {
     const std::time_t now = std::time(nullptr);
@@ -170,6 +167,17 @@ core::OrderedJson timing_document(const Timing& t, int warmup) {
 
 
 }  // namespace
+
+const std::vector<core::GemmConfig>& planned_configs(const CollectionPlan& plan, const Problem& problem) {
+    const std::string int8_key = problem.op + ":int8";
+    if (problem.dtype() == "int8") {
+        for (const auto& [name, configs] : plan.configs_per_op)
+            if (name == int8_key) return configs;
+    }
+    for (const auto& [name, configs] : plan.configs_per_op)
+        if (name == problem.op) return configs;
+    throw core::Error("collection plan", "no configs planned for operation " + problem.op);
+}
 
 CollectionPlan plan_collection(const CollectOptions& options, const Backend& backend) {
     const CollectionDefaults defaults = backend.collection_defaults();
@@ -274,7 +282,7 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
         std::vector<Problem> pending;
         for (const std::size_t index : run.pending) pending.push_back(plan.problems[index]);
         backend.plan(pending, [&](const Problem& p) {
-            return specialize_configs(configs_of(plan, p.op), p, options.allow_tf32);
+            return specialize_configs(planned_configs(plan, p), p, options.allow_tf32);
         });
     }
 
@@ -436,13 +444,13 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
 
         bool completed = fault_what.empty();
         if (completed && backend.measures_in_batches()) {
-            const auto configs = specialize_configs(configs_of(plan, problem.op), problem, options.allow_tf32);
+            const auto configs = specialize_configs(planned_configs(plan, problem), problem, options.allow_tf32);
             const PruneResult pruned = backend.prune(configs, problem);
             for (const auto& p : pruned.pruned) ++summary.pruned[p.reason];
             pruned_here = pruned.pruned.size();
             completed = time_batch(pruned.kept);
         } else if (completed) {
-            const auto configs = specialize_configs(configs_of(plan, problem.op), problem, options.allow_tf32);
+            const auto configs = specialize_configs(planned_configs(plan, problem), problem, options.allow_tf32);
             summary.configs_considered += configs.size();
             const PruneResult pruned = backend.prune(configs, problem);
             for (const auto& p : pruned.pruned) ++summary.pruned[p.reason];

@@ -1,9 +1,9 @@
 #include "matmul_toolkit/collect/profile_grid.hpp"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 

@@ -228,9 +228,7 @@ bool serve_worker(Backend& backend, std::istream& in, std::ostream& out) {
             for (const auto& p : header.at("plan")) planned.problems.push_back(problem_from_json(p));
             const CollectionPlan all = plan_collection(planned, backend);
             backend.plan(all.problems, [&](const Problem& p) {
-                for (const auto& [op, configs] : all.configs_per_op)
-                    if (op == p.op) return specialize_configs(configs, p, base.allow_tf32);
-                return std::vector<core::GemmConfig>{};
+                return specialize_configs(planned_configs(all, p), p, base.allow_tf32);
             });
         }
     } catch (const std::exception& e) {

@@ -167,10 +167,10 @@ TEST(CudaNvrtcCompiler, TensorCorePathsUseMmaAndLdmatrix) {
     EXPECT_NE(fma.image.find("fma.rn.f32"), std::string::npos);
 }
 
-// int8 (torch._int_mm) on the integer MMA path: every DEFAULT config int8 admits, in every
-// layout, on aligned and odd sizes (byte loads, K masks), with and without the fragment
-// pipeline, for sm_80 and sm_90, to PTX that multiplies with m16n8k32 s8 and loads K-major
-// operands with ldmatrix; a fifth of them on to a cubin.
+// int8 (torch._int_mm) on the integer MMA path: every config of Inductor's mm and int8 lists
+// that int8 admits, in every layout, on aligned and odd sizes (byte loads, K masks), with
+// and without the fragment pipeline, for sm_80 and sm_90, to PTX that multiplies with
+// m16n8k32 s8 and loads K-major operands with ldmatrix; a fifth of them on to a cubin.
 TEST(CudaNvrtcCompiler, CompilesInt8KernelsToPtx) {
     const DeviceLimits h100{232448, 255};
     struct Job {
@@ -180,7 +180,9 @@ TEST(CudaNvrtcCompiler, CompilesInt8KernelsToPtx) {
     std::vector<Job> jobs;
     std::size_t j = 0;
     std::set<std::string> seen;
-    for (const auto& config : default_configs()) {
+    auto configs = default_configs();
+    for (const auto& c : int8_default_configs()) configs.push_back(c);  // what DEFAULT gives int8
+    for (const auto& config : configs) {
         for (const std::string layout : {"nn", "nt", "tn", "tt"}) {
             const std::size_t index = j++;
             Problem p;

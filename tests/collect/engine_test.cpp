@@ -404,6 +404,31 @@ private:
     Backend& m_inner;
 };
 
+// int8 problems in DEFAULT get Inductor's int8 list (11 configs), float ones the mm list,
+// in the same run.
+TEST_F(Engine, Int8ProblemsTakeInductorsInt8Configs) {
+    auto o = tiny(6);
+    o.generator.ops = {"mm"};
+    o.generator.dtypes = {"int8", "float32"};
+    o.generator.sizes.min_size = 24;
+    const auto plan = plan_collection(o, m_backend);
+    std::size_t int8 = 0;
+    for (const auto& p : plan.problems) {
+        const auto& configs = planned_configs(plan, p);
+        if (p.dtype() == "int8") {
+            ++int8;
+            EXPECT_EQ(configs.size(), 11u);
+            for (const auto& c : configs) EXPECT_GE(c.block_k, 32);
+        } else {
+            EXPECT_EQ(configs.size(), 20u);
+        }
+    }
+    ASSERT_GT(int8, 0u);
+    const auto summary = run_collection(o, m_backend);
+    EXPECT_EQ(summary.configs_considered, 11 * int8 + 20 * (6 - int8));
+    EXPECT_TRUE(summary.failed.empty());
+}
+
 TEST_F(Engine, PlansThePendingProblemsOnceBeforeMeasuring) {
     auto o = tiny(3);
     o.output = path("data.json");

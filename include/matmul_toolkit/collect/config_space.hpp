@@ -38,6 +38,9 @@ ConfigAxes exhaustive_axes();
 
 /// Inductor's 20 CUDA mm configs (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps), group_m 8.
 std::vector<core::GemmConfig> default_configs();
+/// Inductor's 11 int8 configs (int8_mm_configs, what it autotunes torch._int_mm with),
+/// group_m 8: the DEFAULT space of int8 problems.
+std::vector<core::GemmConfig> int8_default_configs();
 /// expand_grid(exhaustive_axes()): 1875 configs before any backend prunes them.
 std::vector<core::GemmConfig> exhaustive_configs();
 std::vector<core::GemmConfig> configs_for(SearchSpace space);

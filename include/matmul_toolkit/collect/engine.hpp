@@ -141,10 +141,18 @@ private:
 /// Everything a run will do, resolved and checked before any work starts.
 struct CollectionPlan {
     std::vector<Problem> problems;
+    /// Per op; in the DEFAULT space int8 problems have their own list, keyed "mm:int8"
+    /// (planned_configs() picks the list of a problem).
     std::vector<std::pair<std::string, std::vector<core::GemmConfig>>> configs_per_op;
     TimingOptions timing;
     std::filesystem::path output;  ///< with its extension; empty for in-memory runs
 };
+
+/// The planned configs of `problem` (not yet specialised to it): its op's, or in the
+/// DEFAULT space Inductor's int8 list for an int8 problem. Throws core::Error when the
+/// plan has none.
+const std::vector<core::GemmConfig>& planned_configs(const CollectionPlan& plan, const Problem& problem);
+
 
 /// Resolves defaults from the backend and rejects bad input (InputError naming the option
 /// or file): sizes, lists, dtypes or ops the backend doesn't support, unreadable

@@ -129,7 +129,7 @@ void tolerance(const KernelSpec& s, double& rtol, double& atol_scale) {
             rtol = 1e-4;
             atol_scale = 1e-4;
             break;
-        case MathPath::imma:  // integers: exact (verify_int8)
+        case MathPath::imma:  // integers: verify() compares them exactly
             rtol = 0;
             atol_scale = 0;
             break;

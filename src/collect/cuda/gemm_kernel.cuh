@@ -329,8 +329,9 @@ __device__ __forceinline__ void init_frag_base(FragBase& fb, int wm0, int wn0, i
 }
 
 // The offset at k-step ks from the k-step-0 offset. K-major tiles move along the row by
-// 32 bytes (16 2-byte or 32 int8 elements): the swizzle turns that into an XOR of the chunk bits. Otherwise the tile moves down 16
-// rows: an add, plus for 2-chunk rows (16 elements) a flip of the line parity bit.
+// 32 bytes (16 2-byte or 32 int8 elements): the swizzle turns that into an XOR of the chunk
+// bits. Otherwise the tile moves down 16 rows (16-bit elements only): an add, plus for
+// 2-chunk rows (16 elements) a flip of the line parity bit.
 // (Checked against swizzle() for every tile shape, lane and step.)
 template <bool KMAJOR, int COLS>
 __device__ __forceinline__ unsigned frag_offset(unsigned off0, int ks) {
@@ -916,8 +917,9 @@ extern "C" __global__ void mmt_fill_i8(signed char* p, unsigned long long n, uns
 }
 
 // The exact int8 reference the int8 kernels are verified against: one thread per element
-// of C = A·B, int32 sums. A is M x K, B is K x N, each row-major (k_major_a: A's K index
-// contiguous, lda its row stride; else A is stored transposed, K x M) likewise for B.
+// of C = A·B (M x K times K x N), int32 sums. a_kmajor: A is stored row-major (K contiguous,
+// lda between rows), else column-major (lda between columns); b_kmajor: B is stored
+// column-major (K contiguous), else row-major.
 extern "C" __global__ void mmt_reference_int8(const signed char* a, const signed char* b, int* c, int M, int N, int K,
                                               long long lda, long long ldb, long long ldc, int a_kmajor,
                                               int b_kmajor) {
