@@ -1,0 +1,76 @@
+// FlatAdam: the same steps as LibTorch's Adam (the reference it replaces) on a small
+// network, gradients accumulated into its flat buffer, and the training thread rule.
+
+#include "flat_adam.hpp"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/optim/adam.h>
+
+namespace mmt::model {
+namespace {
+
+torch::nn::Sequential small_net() {
+    return torch::nn::Sequential(torch::nn::Linear(5, 8), torch::nn::ReLU(), torch::nn::Linear(8, 1));
+}
+
+TEST(FlatAdam, StepsLikeLibTorchsAdam) {
+    torch::manual_seed(3);
+    auto ours = small_net();
+    auto reference = small_net();
+    {
+        torch::NoGradGuard no_grad;
+        auto a = ours->parameters(), b = reference->parameters();
+        for (std::size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+    }
+    std::vector<at::Tensor> initial;
+    for (const auto& p : ours->parameters()) initial.push_back(p.detach().clone());
+    const double lr = 1e-2, weight_decay = 1e-3;
+    FlatAdam flat(ours->parameters(), lr, weight_decay);
+    torch::optim::Adam adam(reference->parameters(), torch::optim::AdamOptions(lr).weight_decay(weight_decay));
+    const auto x = torch::randn({16, 5});
+    const auto y = torch::randn({16, 1});
+    for (int step = 0; step < 5; ++step) {
+        flat.zero_grad();
+        torch::mse_loss(ours->forward(x), y).backward();
+        flat.step();
+        adam.zero_grad();
+        torch::mse_loss(reference->forward(x), y).backward();
+        adam.step();
+    }
+    const auto a = ours->parameters(), b = reference->parameters();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-6)) << "parameter " << i;
+        EXPECT_FALSE(torch::allclose(a[i], initial[i])) << "parameter " << i << " did not move";
+    }
+}
+
+TEST(FlatAdam, GradientsAreViewsOfOneBufferAndZeroTogether) {
+    auto net = small_net();
+    FlatAdam flat(net->parameters(), 1e-3, 0.0);
+    torch::mse_loss(net->forward(torch::ones({4, 5})), torch::zeros({4, 1})).backward();
+    double total = 0;
+    for (const auto& p : net->parameters()) total += p.grad().abs().sum().item<double>();
+    EXPECT_GT(total, 0.0);
+    flat.zero_grad();
+    for (const auto& p : net->parameters()) {
+        ASSERT_TRUE(p.grad().defined());
+        EXPECT_EQ(p.grad().abs().sum().item<double>(), 0.0);
+    }
+}
+
+TEST(TrainingThreads, OnePer512RowsAtMostTheHardwares) {
+    const long hardware = std::max(1u, std::thread::hardware_concurrency());
+    EXPECT_EQ(training_threads(64), 1);
+    EXPECT_EQ(training_threads(511), 1);
+    EXPECT_EQ(training_threads(1024), std::min(2L, hardware));
+    EXPECT_EQ(training_threads(1L << 20), hardware);
+}
+
+}  // namespace
+}  // namespace mmt::model
