@@ -99,8 +99,8 @@ int run_profile_command(const ProfileCliOptions& o, const GlobalOptions& global)
         native = collect::make_backend(selection.device);
         runner = collect::make_backend_runner(*native);
     }
-    spdlog::info("backend: {} ({}); {} experiments on {} into {}", selection.backend, selection.reason,
-                 experiments.size(), runner->hardware_name(), o.output_dir);
+    spdlog::info("backend: {} ({}); {} experiment{} on {} into {}", selection.backend, selection.reason,
+                 experiments.size(), experiments.size() == 1 ? "" : "s", runner->hardware_name(), o.output_dir);
 
     collect::InterruptHandlerScope interrupt_handler;
     const collect::ProfileSummary summary = collect::run_profile(experiments, options, *runner);
