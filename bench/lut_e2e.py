@@ -4,7 +4,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
 
     python3 bench/lut_e2e.py --mmt build/src/cli/matmul_toolkit --model data/models/X.pt \\
         [--model other.pt ...] (--shapeset FILE | --log-normal N [--seed S]) \\
-        [--ops mm addmm bmm] [--dtypes bfloat16] [--top-k 1 5] [--out DIR] [--every N] [--limit N]
+        [--ops mm addmm bmm] [--dtypes bfloat16] [--top-k 1 1+aten 5] [--out DIR] [--every N] [--limit N]
+    python3 bench/lut_e2e.py --table NAME=lut.json [--table ...] --shapeset FILE   # tables made elsewhere
 
 1. Problems: a shapeset file's shapes (its layouts, `--ops` filters, `--dtypes` replaces
    each shape's dtype) or N distinct problems with log-normal sizes drawn here in Python
@@ -14,7 +15,10 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    seed is neither collect's (42) nor create-validation's (43). The list used is written to
    OUT/problems_shapeset.json, so the run can be repeated with --shapeset.
 2. For each --model and each K of --top-k: `MMT export-lut --shapeset OUT/problems_shapeset.json
-   --lut-format inductor --top-k K --output OUT/lut_<model>_top<K>.json`.
+   --lut-format inductor --top-k K --output OUT/lut_<model>_top<K>.json` (K+aten adds
+   --with-aten: the table also offers ATen, which Inductor times against the picks). Each
+   --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
+   without a GPU, from OUT/problems_shapeset.json of an earlier run).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
    problem's layout; addmm with the 1-D bias torch.nn.Linear passes) torch.compile
    (dynamic=False) of torch.mm / addmm / bmm, every compile from scratch (a function of
@@ -228,7 +232,7 @@ class Variant:
     """One compile setting: max-autotune alone (table None) or a model's top-K table."""
     name: str
     model: Optional[str] = None
-    top_k: Optional[int] = None
+    top_k: Optional[str] = None
     lut: Optional[str] = None
     table: Optional[dict[str, Any]] = None
     export_s: Optional[float] = None
@@ -246,10 +250,22 @@ def model_labels(models: list[str]) -> list[str]:
     return labels
 
 
-def export_lut(mmt: str, model: str, shapeset: str, top_k: int, output: str, search_space: str) -> float:
+def table_size(text: str) -> tuple[int, bool]:
+    """A --top-k item: "K" (K configs), or "K+aten" (export-lut --with-aten: Inductor also
+    times its ATen choice, a top-1 table too)."""
+    match = re.fullmatch(r"([0-9]+)(\+aten)?", text)
+    if not match or int(match.group(1)) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K or K+aten with K >= 1")
+    return int(match.group(1)), bool(match.group(2))
+
+
+def export_lut(mmt: str, model: str, shapeset: str, top_k: str, output: str, search_space: str) -> float:
     """Runs export-lut; seconds it took. Raises UsageError with its last error line."""
+    k, with_aten = table_size(top_k)
     command = [mmt, "export-lut", "--model", model, "--shapeset", shapeset, "--lut-format", "inductor",
-               "--top-k", str(top_k), "--search-space", search_space, "--output", output]
+               "--top-k", str(k), "--search-space", search_space, "--output", output]
+    if with_aten:
+        command.append("--with-aten")
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -262,12 +278,21 @@ def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
     variants = []
     for model, label in zip(args.model, model_labels(args.model)):
         for k in args.top_k:
-            lut = os.path.join(args.out, f"lut_{label}_top{k}.json")
+            lut = os.path.join(args.out, f"lut_{label}_top{k.replace('+', '_')}.json")
             seconds = export_lut(args.mmt, model, shapeset, k, lut, args.search_space)
             with open(lut) as f:
                 table = json.load(f)
             variants.append(Variant(f"{label}/top{k}", model, k, lut, table, seconds))
             print(f"exported {lut}: {len(table)} keys in {seconds:.1f} s", file=sys.stderr)
+    for name, path in args.table:
+        try:
+            with open(path) as f:
+                table = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UsageError(path, f"--table: {e}")
+        if not isinstance(table, dict):
+            raise UsageError(path, "--table: not an Inductor lookup table (a JSON object of keys)")
+        variants.append(Variant(name, lut=path, table=table))
     again = [Variant(AUTOTUNE_AGAIN)] if args.aa else []
     return again + variants + [Variant(AUTOTUNE)]
 
@@ -713,12 +738,23 @@ def measure_problem(torch: Any, index: int, p: Problem, variants: list[Variant],
 
 
 # ---------------------------------------------------------------------------------- main
+def named_table(text: str) -> tuple[str, str]:
+    """--table NAME=FILE."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=FILE")
+    return name, path
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
                                 epilog=__doc__.split("\n\n", 2)[2],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mmt", required=True, help="the matmul_toolkit binary (runs export-lut)")
-    p.add_argument("--model", action="append", required=True, help="model checkpoint (.pt); repeatable")
+    p.add_argument("--mmt", help="the matmul_toolkit binary (runs export-lut; needed with --model)")
+    p.add_argument("--model", action="append", default=[], help="model checkpoint (.pt); repeatable")
+    p.add_argument("--table", action="append", default=[], type=named_table, metavar="NAME=FILE",
+                   help="a lookup table exported already (export-lut --lut-format inductor), measured "
+                        "as variant NAME; repeatable")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--shapeset", help="shapeset JSON whose shapes are the problems")
     source.add_argument("--log-normal", type=int, metavar="N",
@@ -736,7 +772,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="--log-normal: bmm batch sizes drawn from (default 1 2 4 8, as collect)")
     p.add_argument("--min-size", type=int, default=32, help="--log-normal: smallest M, N, K (default 32)")
     p.add_argument("--max-size", type=int, default=4096, help="--log-normal: largest M, N, K (default 4096)")
-    p.add_argument("--top-k", nargs="+", type=int, default=[1, 5], help="K of each table (default 1 5)")
+    p.add_argument("--top-k", nargs="+", type=str, default=["1", "5"],
+                   help="K of each model's tables; K+aten also offers Inductor's ATen choice "
+                        "(export-lut --with-aten), e.g. 1 1+aten 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "lut_e2e"),
@@ -765,15 +803,31 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} is too small")
     if args.max_size < args.min_size:
         p.error("--max-size must be at least --min-size")
-    if any(k < 1 for k in args.top_k) or any(b < 1 for b in args.batch_sizes):
-        p.error("--top-k and --batch-sizes must be at least 1")
+    for k in args.top_k:
+        try:
+            table_size(k)
+        except argparse.ArgumentTypeError as e:
+            p.error(f"--top-k: {e}")
+    if any(b < 1 for b in args.batch_sizes):
+        p.error("--batch-sizes must be at least 1")
+    if not args.model and not args.table:
+        p.error("give --model (with --mmt) or --table")
+    if args.model and not args.mmt:
+        p.error("--model needs --mmt (export-lut makes its tables)")
+    names = [name for name, _ in args.table]
+    if len(set(names)) != len(names):
+        p.error("--table: each NAME once")
     args.top_k = list(dict.fromkeys(args.top_k))
     return args
 
 
 def check_inputs(args: argparse.Namespace) -> None:
-    if not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)) and shutil.which(args.mmt) is None:
+    if args.model and not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)) \
+            and shutil.which(args.mmt) is None:
         raise UsageError(args.mmt, "no such executable (--mmt: the matmul_toolkit binary)")
+    for _, path in args.table:
+        if not os.path.isfile(path):
+            raise UsageError(path, "no such lookup table (--table)")
     for model in args.model:
         if not os.path.isfile(model):
             raise UsageError(model, "no such model file (--model)")

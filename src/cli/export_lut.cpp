@@ -39,6 +39,7 @@ struct ExportLutOptions {
     bool force = false;
     bool with_device_key = false;
     std::string device_key;
+    bool with_aten = false;
 
     void add_to(CLI::App& cmd) {
         cmd.add_option("--model", model,
@@ -72,6 +73,10 @@ struct ExportLutOptions {
         cmd.add_option("--device-key", device_key,
                        "Inductor keys start with this device name (as torch reports it), "
                        "e.g. \"NVIDIA H100 80GB HBM3\"");
+        cmd.add_flag("--with-aten", with_aten,
+                     "Inductor tables: offer the ATen choice beside a top-1 pick too, so Inductor "
+                     "times the two and keeps the faster (tables of two or more configs always "
+                     "offer it)");
     }
 };
 
@@ -145,6 +150,11 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     model::InductorLutOptions lut;
     lut.include_device = o.with_device_key || !o.device_key.empty();
     lut.device_name = o.device_key;
+    lut.with_aten = o.with_aten;
+    if (o.with_aten && format != model::LutFormat::inductor) {
+        throw core::InputError("--with-aten", "applies to --lut-format inductor only (a torch-diode "
+                                              "Table lists configs, not Inductor's ATen choice)");
+    }
 
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);

@@ -90,9 +90,10 @@ std::vector<std::string> inductor_aten_ids(const std::string& op_key) {
 /// Tables of several configs (Inductor benchmarks them) always offer ATen too: where the
 /// Triton templates' layout constraints fail, Inductor falls back to an extern kernel of
 /// the list and stops with "No extern kernel detected" when there is none (H100, bmm
-/// 8x4096x2902x4096 bf16 with a top-5 table without ATen). One config is used unbenchmarked.
+/// 8x4096x2902x4096 bf16 with a top-5 table without ATen). One config is used unbenchmarked,
+/// unless `with_aten` offers ATen beside it.
 ordered_json inductor_entries(const std::string& op_key, const std::vector<RankedConfig>& configs,
-                              const std::optional<std::int64_t>& padded_k) {
+                              const std::optional<std::int64_t>& padded_k, bool with_aten) {
     const std::string template_id = inductor_template_id(op_key);
     ordered_json entries = ordered_json::array();
     bool aten = false;
@@ -106,7 +107,7 @@ ordered_json inductor_entries(const std::string& op_key, const std::vector<Ranke
         if (padded_k) config.even_k = *padded_k % config.block_k == 0;
         entries.push_back(inductor_entry(template_id, config));
     }
-    if (configs.size() > 1 && !aten)
+    if ((configs.size() > 1 || with_aten) && !aten)
         for (const auto& id : inductor_aten_ids(op_key)) entries.push_back({{"template_id", id}});
     return entries;
 }
@@ -178,7 +179,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                                        "' (select one hardware with --hardware-name, or add "
                                        "device names to the keys)");
         }
-        table[key] = inductor_entries(problem.op, problem.configs, std::nullopt);
+        table[key] = inductor_entries(problem.op, problem.configs, std::nullopt, options.with_aten);
     }
     // After every problem's own key, so a padded key never takes a real problem's place.
     for (const auto& problem : problems) {
@@ -186,7 +187,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
         if (!padded) continue;
         const std::string key = inductor_lookup_key(padded->op_key, padded->shape, device_of(problem));
         if (table.contains(key)) continue;
-        table[key] = inductor_entries(problem.op, problem.configs, padded->shape.K);
+        table[key] = inductor_entries(problem.op, problem.configs, padded->shape.K, options.with_aten);
     }
     return core::python_json_dumps(table, 2) + "\n";
 }

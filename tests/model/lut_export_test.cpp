@@ -108,6 +108,13 @@ TEST(InductorLut, ParsesAndHoldsTemplateConfigsInRankOrder) {
     auto single = problem("mm", 1, 64, 256, 128);
     single.configs.resize(1);
     EXPECT_EQ(nlohmann::json::parse(inductor_lut_json({single})).at(key).size(), 1u);
+    // --with-aten: the pick, then ATen, which Inductor times against it.
+    InductorLutOptions with_aten;
+    with_aten.with_aten = true;
+    const auto offered = nlohmann::json::parse(inductor_lut_json({single}, with_aten)).at(key);
+    ASSERT_EQ(offered.size(), 2u);
+    EXPECT_EQ(offered[0].at("template_id"), "triton::mm");
+    EXPECT_EQ(offered[1], nlohmann::json({{"template_id", "aten::mm"}}));
 }
 
 TEST(InductorLut, TheVendorEntryBecomesInductorsAtenChoice) {

@@ -38,6 +38,10 @@ struct InductorLutOptions {
     bool include_device = false;
     /// The device name for the keys; empty: each problem's hardware name.
     std::string device_name;
+    /// Offer Inductor's ATen choice in every table, a one-config table too: Inductor then
+    /// times the model's pick against ATen (compiling the pick, as it would anyway) and
+    /// keeps the faster. Without it ATen joins tables of two or more configs only.
+    bool with_aten = false;
 };
 
 /// Inductor's input key: Python's str() of ((dtype, shape, stride), ...) for the op's
