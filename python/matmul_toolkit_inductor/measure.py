@@ -32,8 +32,10 @@ from .choices import AUTOTUNED_OPS, config_from_choice, template_of
 TOLERANCE = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 5e-3, "int8": 0.0}
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1}
 
-# A Triton compile that takes longer than this fails its config (Inductor's default: 1 h).
-PRECOMPILE_TIMEOUT_S = 300
+# Inductor stops waiting for its parallel precompile after this (its default: 1 h) and
+# compiles what is left at each choice's first benchmark, one at a time. EXHAUSTIVE's
+# hundreds of choices take minutes, longer with several workers per GPU sharing the cores.
+PRECOMPILE_TIMEOUT_S = 1800
 
 PROTOCOL_FIELDS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps",
                    "even_k", "allow_tf32", "use_fast_accum", "acc_type")
@@ -59,6 +61,48 @@ def _relative_error(torch: Any, out: Any, ref: Any) -> float:
     return float(torch.linalg.vector_norm(out - ref)) / max(norm, 1e-30)
 
 
+class BenchmarkLock:
+    """The GPU's turn to benchmark, shared by the workers of one device
+    (collect --workers-per-device): their compiles overlap, their timed runs never do.
+    An flock on a file, so a worker that dies releases it. No path: no lock."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+        self._fd: Optional[int] = None
+
+    def acquire(self) -> None:
+        if self.path is None or self._fd is not None:
+            return
+        import fcntl
+
+        fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        import fcntl
+
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+
+def benchmark_lock_path(device_index: int) -> Optional[str]:
+    """MMT_INDUCTOR_BENCHMARK_LOCK (set by collect --workers-per-device) + the device."""
+    base = os.environ.get("MMT_INDUCTOR_BENCHMARK_LOCK")
+    return f"{base}.gpu{device_index}" if base else None
+
+
 class _Recorder:
     """What the patched Inductor hooks saw during one compile."""
 
@@ -71,7 +115,9 @@ class _Recorder:
         self.autotuned_op = ""
         self.benchmark_seconds = 0.0
         self.current: Optional[int] = None
-        self.reference: dict[int, Any] = {}
+        # id(autotune_args) -> (autotune_args, reference): holding the arguments keeps their
+        # id from being reused by a later autotuning round of the same compile.
+        self.reference: dict[int, tuple[Any, Any]] = {}
 
 
 class InductorMeasurer:
@@ -93,6 +139,7 @@ class InductorMeasurer:
         self._repeat = 100
         self._problem: dict[str, Any] = {}
         self._shared_memory_limit = int(torch.cuda.get_device_properties(self.device).shared_memory_per_block_optin)
+        self._benchmark_lock = BenchmarkLock(benchmark_lock_path(device_index))
         self._install_hooks()
 
     # -- hello ---------------------------------------------------------------------------
@@ -146,6 +193,8 @@ class InductorMeasurer:
                 # ~10 s per config; the estimate is exactly the amount Triton reports.
                 recorder.errors[key] = too_big
                 return math.inf
+            # Held from the problem's first timed choice to the end of its compile.
+            measurer._benchmark_lock.acquire()
             recorder.current = key
             start = time.perf_counter()
             try:
@@ -167,6 +216,16 @@ class InductorMeasurer:
                     recorder.errors[key] = wrong
                     return math.inf
             return timing
+
+        original_make_precompile_fn = selector.make_precompile_fn
+
+        def make_precompile_fn(self: Any, choices: Any, *args: Any, **kwargs: Any) -> Any:
+            # A tile over the shared-memory limit cannot launch; compiling it first costs
+            # seconds (EXHAUSTIVE's 256-wide, 5-stage tiles), so only its reason is kept
+            # (benchmark_choice records it).
+            if measurer._recorder is not None:
+                choices = [c for c in choices if not measurer._exceeds_shared_memory(c)]
+            return original_make_precompile_fn(self, choices, *args, **kwargs)
 
         def precompile(choice: Any) -> Any:
             try:
@@ -194,6 +253,7 @@ class InductorMeasurer:
         bench.benchmark_gpu = benchmark_gpu
         selector.benchmark_choice = classmethod(benchmark_choice)
         select_algorithm.TritonTemplateCaller.precompile = precompile
+        selector.make_precompile_fn = make_precompile_fn
         select_algorithm.add_feedback_saver(feedback)
 
     def _exceeds_shared_memory(self, choice: Any) -> str:
@@ -215,7 +275,8 @@ class InductorMeasurer:
         torch = self.torch
         extern = type(choice).__name__ != "TritonTemplateCaller"
         inputs, output = autotune_args.get_benchmark_tensors(extern).unpack()
-        reference = recorder.reference.get(id(autotune_args))
+        held = recorder.reference.get(id(autotune_args))
+        reference = held[1] if held is not None and held[0] is autotune_args else None
         if reference is None:
             triton_inputs, _ = autotune_args.get_benchmark_tensors(False).unpack()
             # float64 holds int8 products and their sums exactly.
@@ -227,7 +288,8 @@ class InductorMeasurer:
             if len(triton_inputs) == 3:
                 product = (self._problem.get("beta", 1.0) * triton_inputs[0].float()
                            + self._problem.get("alpha", 1.0) * product)
-            reference = recorder.reference[id(autotune_args)] = product
+            reference = product
+            recorder.reference[id(autotune_args)] = (autotune_args, product)
         if tuple(output.shape) != tuple(reference.shape):
             return ""  # not a plain GEMM output (never for the templates recorded here)
         error = _relative_error(torch, output, reference)
@@ -342,10 +404,7 @@ class InductorMeasurer:
             "fx_graph_remote_cache": False,
             "precompilation_timeout_seconds": PRECOMPILE_TIMEOUT_S,
         }
-        # Inductor's default compiles choices in a process pool, then compiles each again in
-        # this process when it first benchmarks it (H200: 2-8 s each for the large 4-warp
-        # tiles, 10-25 s a problem). Threads here compile once: 4-10 s -> 3-9.5 s a problem.
-        patches["compile_threads"] = int(os.environ.get("MMT_INDUCTOR_COMPILE_THREADS", "1"))
+        patches["compile_threads"] = compile_threads()
         if problem["dtype"] == "float32":
             torch.backends.cuda.matmul.allow_tf32 = bool(request.get("allow_tf32", False))
 
@@ -363,6 +422,7 @@ class InductorMeasurer:
                     torch.cuda.synchronize()
             finally:
                 self._recorder = None
+                self._benchmark_lock.release()
         wall = time.perf_counter() - start
 
         expected = _reference(torch, problem, operands).to(result.dtype)
@@ -432,6 +492,19 @@ class InductorMeasurer:
         return [{"template": template, "config": c,
                  "error": "not built: Inductor made no choice of this config"}
                 for c in configs if config_key(c) not in built]
+
+
+def compile_threads() -> int:
+    """Inductor's compile_threads (MMT_INDUCTOR_COMPILE_THREADS overrides; default 1).
+
+    1 makes Inductor precompile its choices on threads of this process, each compiled once.
+    More starts its process pool, which compiles in parallel but leaves every kernel to be
+    compiled again here at its first benchmark: DEFAULT (H200) 4-10 s a problem against
+    3-9.5 s on threads; EXHAUSTIVE (H100, fp32 addmm) 2-6.7 s a choice at its benchmark, one
+    problem unfinished after 433 s. The threads serialise on Python's lock, so EXHAUSTIVE
+    collections overlap problems instead (collect --workers-per-device)."""
+    override = os.environ.get("MMT_INDUCTOR_COMPILE_THREADS")
+    return max(1, int(override)) if override else 1
 
 
 def _reference(torch: Any, problem: dict[str, Any], operands: list[Any]) -> Any:

@@ -100,3 +100,34 @@ def test_a_measurer_that_cannot_start_answers_the_hello_with_its_error() -> None
     code, replies = run([{"type": "hello", "protocol": 1}], factory=no_torch)
     assert code == worker.EXIT_NO_TORCH
     assert replies == [{"type": "error", "error": "ModuleNotFoundError: No module named 'torch'"}]
+
+
+def test_benchmark_lock_is_one_gpu_turn_at_a_time(tmp_path: Any, monkeypatch: Any) -> None:
+    import fcntl
+    import os
+
+    from matmul_toolkit_inductor.measure import BenchmarkLock, benchmark_lock_path
+
+    monkeypatch.delenv("MMT_INDUCTOR_BENCHMARK_LOCK", raising=False)
+    assert benchmark_lock_path(0) is None
+    monkeypatch.setenv("MMT_INDUCTOR_BENCHMARK_LOCK", str(tmp_path / "bench"))
+    path = benchmark_lock_path(1)
+    assert path == str(tmp_path / "bench.gpu1")
+
+    lock = BenchmarkLock(path)
+    lock.acquire()
+    lock.acquire()  # re-entrant within one problem
+    assert lock.held
+    other = os.open(path, os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = True
+        except BlockingIOError:
+            taken = False
+        assert not taken, "a second worker took the GPU while the first benchmarked"
+        lock.release()
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free after release
+    finally:
+        os.close(other)
+    BenchmarkLock(None).acquire()  # no path: a no-op
