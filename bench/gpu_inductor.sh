@@ -81,9 +81,11 @@ step_collect() {
   collect_until_time collect_default "$default_data" --num-shapes "${NUM_SHAPES:-400}" --search-space DEFAULT
 }
 
+# Inductor's compiles of a problem's hundreds of choices serialise on Python's lock, so
+# several workers share the GPU (their benchmarks take turns) and overlap their compiles.
 step_exhaustive() {
   collect_until_time collect_exhaustive "$exhaustive_data" --num-shapes "${EXHAUSTIVE_SHAPES:-30}" \
-    --search-space EXHAUSTIVE --max-size 2048
+    --search-space EXHAUSTIVE --max-size 2048 --workers-per-device "${EXHAUSTIVE_WORKERS:-8}" --worker-timeout 3600
 }
 
 # Seconds per GEMM: the inductor backend with cold, then warm caches, and plain

@@ -2,7 +2,10 @@
 
 #include "collect_options.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 #include <iostream>
@@ -85,6 +88,11 @@ void add_measurement_options(CLI::App& cmd, CollectCliOptions& o) {
         ->capture_default_str();
     cmd.add_option("--devices", o.devices,
                    "Measure with one worker process per device: 0,1,... or all (on cpu: that many workers)");
+    cmd.add_option("--workers-per-device", o.workers_per_device,
+                   "Inductor backend: worker processes per GPU. Their Triton compiles (CPU-bound, one "
+                   "core each) overlap; their benchmarks take turns, so no two time kernels at once. "
+                   "For EXHAUSTIVE's hundreds of compiles a problem, e.g. half the CPU cores")
+        ->capture_default_str();
     cmd.add_option("--backend", o.backend,
                    "cpu, native (the built-in CUDA kernels) or inductor (Inductor's Triton templates in a Python "
                    "worker); default: cpu on --device cpu, else inductor when --python has torch and triton, "
@@ -164,16 +172,40 @@ int run_and_report(Run&& run) {
     return core::kExitOk;
 }
 
+// The lock files the Python workers of each GPU share (<base>.gpu<N>), removed at the end.
+struct BenchmarkLockFiles {
+    std::filesystem::path base;
+    std::vector<int> devices;
+    ~BenchmarkLockFiles() {
+        if (base.empty()) return;
+        std::error_code ignored;
+        for (const int d : devices) std::filesystem::remove(base.string() + ".gpu" + std::to_string(d), ignored);
+    }
+};
+
 // The inductor backend: its Python worker isolates faults, so it measures in this process,
 // or with --devices in one collect-worker per device (each with its own Python worker).
 int run_inductor_collection(const CollectCliOptions& o, const collect::CollectOptions& options,
                             const GlobalOptions& global, const collect::BackendSelection& selection) {
     auto inductor = to_inductor_options(o.python, o.worker_timeout_s, o.inductor_worker, 0);
     collect::WorkerPoolOptions pool;
-    if (!o.devices.empty()) {
-        pool.devices = collect::parse_devices(o.devices, collect::device_count("cuda"));
+    BenchmarkLockFiles benchmark_locks;
+    if (!o.devices.empty() || o.workers_per_device > 1) {
+        const auto devices = o.devices.empty() ? std::vector<int>{0}
+                                               : collect::parse_devices(o.devices, collect::device_count("cuda"));
         if (!options.trace_dir.empty()) {
-            throw core::InputError("--trace-dir", "is not available with --devices (trace one device at a time)");
+            throw core::InputError(o.devices.empty() ? "--workers-per-device" : "--devices",
+                                   "is not available with --trace-dir (trace one worker at a time)");
+        }
+        for (int slot = 0; slot < o.workers_per_device; ++slot) {
+            pool.devices.insert(pool.devices.end(), devices.begin(), devices.end());
+        }
+        if (o.workers_per_device > 1) {
+            // The workers of a GPU take turns to benchmark (measure.py's BenchmarkLock).
+            benchmark_locks.base = std::filesystem::temp_directory_path() /
+                                   ("matmul_toolkit-" + std::to_string(::getpid()) + "-benchmark");
+            benchmark_locks.devices = devices;
+            ::setenv("MMT_INDUCTOR_BENCHMARK_LOCK", benchmark_locks.base.c_str(), 1);
         }
         inductor.device_index = pool.devices.front();
         pool.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--device", "cuda",
@@ -214,8 +246,14 @@ collect::InductorBackendOptions to_inductor_options(const std::string& python, i
 int run_collect_command(const CollectCliOptions& o, const GlobalOptions& global) {
     const auto options = to_collect_options(o, global);
     if (o.worker_timeout_s < 1) throw core::InputError("--worker-timeout", "must be at least 1 second");
+    if (o.workers_per_device < 1) throw core::InputError("--workers-per-device", "must be at least 1");
     const collect::BackendSelection selection = collect::select_backend(o.backend, global.device, o.python);
     if (selection.backend == "inductor") return run_inductor_collection(o, options, global, selection);
+    if (o.workers_per_device != 1) {
+        throw core::InputError("--workers-per-device",
+                               "applies to --backend inductor only (the " + selection.backend +
+                                   " backend compiles in parallel within its worker)");
+    }
     const std::string device = selection.device;
     collect::WorkerPoolOptions pool;
     if (!o.devices.empty()) {

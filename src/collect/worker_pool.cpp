@@ -305,23 +305,25 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
     IgnoreSigpipe ignore_sigpipe;
     std::vector<Worker> workers;
     // Each worker also gets the problems still queued that it will most likely be handed
-    // (every n-th for n devices), so its backend can build their kernels ahead.
-    auto header_for = [&](int device) {
+    // (every n-th for n workers), so its backend can build their kernels ahead.
+    auto header_for = [&](std::size_t slot) {
         Json header = options_to_json(options);
         const auto n = pool.devices.size();
-        const auto at = static_cast<std::size_t>(
-            std::find(pool.devices.begin(), pool.devices.end(), device) - pool.devices.begin());
+        const auto at = slot;
         Json planned = Json::array();
         for (std::size_t i = at; i < queue.size(); i += n) planned.push_back(problem_to_json(plan.problems[queue[i]]));
         header["plan"] = std::move(planned);
         return header.dump() + "\n";
     };
-    auto start_worker = [&](int device) {
-        Worker w = spawn(pool, device);
-        (void)write_all(w.to, header_for(device));  // a worker that is gone fails its first request
+    // Slot i runs on pool.devices[i] (a device may have several slots).
+    auto start_worker = [&](std::size_t slot) {
+        Worker w = spawn(pool, pool.devices[slot]);
+        (void)write_all(w.to, header_for(slot));  // a worker that is gone fails its first request
         return w;
     };
-    for (const int device : pool.devices) workers.push_back(start_worker(device));
+    workers.reserve(pool.devices.size());
+    for (std::size_t slot = 0; slot < pool.devices.size(); ++slot) workers.push_back(start_worker(slot));
+    auto slot_of = [&](const Worker& w) { return static_cast<std::size_t>(&w - workers.data()); };
     spdlog::info("{} workers on {} devices", workers.size(), backend.name());
 
     // Problems resumed after device faults: what earlier workers measured, and the configs
@@ -380,7 +382,7 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
         w.current = -1;
         if (w.crashes < kMaxCrashRestarts) {
             const int crashes = w.crashes + 1;
-            w = start_worker(w.device);
+            w = start_worker(slot_of(w));
             w.crashes = crashes;
             what += "; a new worker takes its place";
         } else {
@@ -395,10 +397,11 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
         ::close(w.from);
         reap(w.pid);
         const int device = w.device;
+        const std::size_t slot = slot_of(w);
         w = Worker{};
         w.device = device;
         if (interrupt_requested()) return;
-        w = start_worker(device);
+        w = start_worker(slot);
     };
     // Returns true when the worker reported a device fault (and must be replaced).
     auto accept = [&](Worker& w, const std::string& line) -> bool {

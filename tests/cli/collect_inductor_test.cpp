@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -56,6 +57,41 @@ TEST_F(CollectInductor, CollectsWithTheFakeWorkerAndResumesWithoutMeasuringAgain
     ASSERT_EQ(second.exit_code, 0) << second.err;
     EXPECT_EQ(requests(), 3u) << "the second run measured again";
     EXPECT_NE(second.out.find("0 collected, 3 already in the output"), std::string::npos) << second.out;
+}
+
+TEST_F(CollectInductor, SeveralWorkersShareOneGpuAndItsBenchmarkLock) {
+    auto args = collect_args();
+    args[6] = "6";  // --num-shapes
+    args.insert(args.end(), {"--workers-per-device", "2"});
+    const auto result = run_cli(args, m_dir / "two");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(core::load_dataset(m_dir / "d.json").num_problems(), 6u);
+    std::ifstream in(m_dir / "requests.log");
+    std::set<std::string> pids, locks;
+    std::size_t lines = 0;
+    for (std::string op, m, n, k, space, pid, lock; in >> op >> m >> n >> k >> space >> pid >> lock; ++lines) {
+        pids.insert(pid);
+        locks.insert(lock);
+    }
+    EXPECT_EQ(lines, 6u) << "each problem measured once";
+    EXPECT_EQ(pids.size(), 2u) << "two workers on device 0";
+    ASSERT_EQ(locks.size(), 1u) << "both workers share one lock";
+    EXPECT_NE(locks.begin()->find("-benchmark"), std::string::npos) << *locks.begin();
+    EXPECT_FALSE(fs::exists(*locks.begin() + ".gpu0")) << "the lock file outlived the run";
+}
+
+TEST_F(CollectInductor, WorkersPerDeviceIsForTheInductorBackendAndAtLeastOne) {
+    const auto zero = run_cli({"collect", "--backend", "inductor", "--inductor-worker", kFakeWorker,
+                               "--workers-per-device", "0", "--output", (m_dir / "z.json").string()},
+                              m_dir / "zero");
+    EXPECT_EQ(zero.exit_code, 2);
+    EXPECT_EQ(zero.err, "error: --workers-per-device: must be at least 1\n");
+    const auto cpu = run_cli({"--device", "cpu", "collect", "--workers-per-device", "2", "--output",
+                              (m_dir / "c.json").string()},
+                             m_dir / "cpu");
+    EXPECT_EQ(cpu.exit_code, 2);
+    EXPECT_NE(cpu.err.find("error: --workers-per-device: applies to --backend inductor only"), std::string::npos)
+        << cpu.err;
 }
 
 TEST_F(CollectInductor, TheSidecarNamesTheBackendAndTheWorkersVersions) {

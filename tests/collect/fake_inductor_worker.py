@@ -10,7 +10,8 @@ list differs from the binary's static one. Misbehaviour on request (environment)
   FAKE_ERROR_ON_M=<M>         answers a problem with that M with an error message
   FAKE_HELLO_ERROR=1          answers hello with an error and exits 3
   FAKE_PROTOCOL=<n>           claims protocol n in its hello
-  FAKE_LOG=<file>             appends "op M N K search_space" per measure request
+  FAKE_LOG=<file>             appends "op M N K search_space pid lock" per measure request
+                              (lock: MMT_INDUCTOR_BENCHMARK_LOCK, or -)
   FAKE_NO_BF16=1              answers bfloat16 profile requests with a skip
 A `profile` request writes a small Kineto-shaped trace and an execution trace into out_dir.
 """
@@ -68,7 +69,9 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
     m = problem["M"]
     if log := os.environ.get("FAKE_LOG"):
         with open(log, "a") as f:
-            f.write(f"{problem['op']} {m} {problem['N']} {problem['K']} {request['search_space']}\n")
+            lock = os.environ.get("MMT_INDUCTOR_BENCHMARK_LOCK", "-")
+            f.write(f"{problem['op']} {m} {problem['N']} {problem['K']} {request['search_space']} "
+                    f"{os.getpid()} {lock}\n")
     if env_int("FAKE_CRASH_ON_M") == m:
         os._exit(17)
     if env_int("FAKE_HANG_ON_M") == m:

@@ -21,7 +21,7 @@ namespace mmt::collect {
 /// device; the process must call serve_worker() on its stdin/stdout.
 struct WorkerPoolOptions {
     std::vector<std::string> command;  ///< program and arguments (argv[0] is the path)
-    std::vector<int> devices;          ///< one worker per entry
+    std::vector<int> devices;          ///< one worker per entry (a device listed twice runs two)
 };
 
 /// Parses --devices: "0,1,3" or "all" (`available` devices: 0..available-1). Throws
