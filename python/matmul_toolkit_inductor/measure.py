@@ -118,6 +118,7 @@ class _Recorder:
         # id(autotune_args) -> (autotune_args, reference): holding the arguments keeps their
         # id from being reused by a later autotuning round of the same compile.
         self.reference: dict[int, tuple[Any, Any]] = {}
+        self.wrong_reported = False
 
 
 class InductorMeasurer:
@@ -294,6 +295,12 @@ class InductorMeasurer:
             return ""  # not a plain GEMM output (never for the templates recorded here)
         error = _relative_error(torch, output, reference)
         if error > TOLERANCE[self._problem["dtype"]]:
+            if not recorder.wrong_reported:  # the first per problem, with what was compared
+                recorder.wrong_reported = True
+                operands = ", ".join(f"{list(t.shape)}/{list(t.stride())}" for t in inputs)
+                print(f"matmul_toolkit_inductor: {getattr(choice, 'description', choice)}: relative error "
+                      f"{error:.3g}; output {list(output.shape)}/{list(output.stride())}, inputs {operands}, "
+                      f"{len(recorder.reference)} autotuning rounds", file=sys.stderr)
             return f"wrong result: relative error {error:.3g}"
         return ""
 
