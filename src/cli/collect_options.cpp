@@ -184,7 +184,8 @@ struct BenchmarkLockFiles {
 };
 
 // The inductor backend: its Python worker isolates faults, so it measures in this process,
-// or with --devices in one collect-worker per device (each with its own Python worker).
+// or with --devices / --workers-per-device in collect-workers (each with its own Python
+// worker), --workers-per-device of them on each device.
 int run_inductor_collection(const CollectCliOptions& o, const collect::CollectOptions& options,
                             const GlobalOptions& global, const collect::BackendSelection& selection) {
     auto inductor = to_inductor_options(o.python, o.worker_timeout_s, o.inductor_worker, 0);

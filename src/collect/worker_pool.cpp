@@ -309,9 +309,8 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
     auto header_for = [&](std::size_t slot) {
         Json header = options_to_json(options);
         const auto n = pool.devices.size();
-        const auto at = slot;
         Json planned = Json::array();
-        for (std::size_t i = at; i < queue.size(); i += n) planned.push_back(problem_to_json(plan.problems[queue[i]]));
+        for (std::size_t i = slot; i < queue.size(); i += n) planned.push_back(problem_to_json(plan.problems[queue[i]]));
         header["plan"] = std::move(planned);
         return header.dump() + "\n";
     };
