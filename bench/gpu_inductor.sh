@@ -83,9 +83,12 @@ step_collect() {
 
 # Inductor's compiles of a problem's hundreds of choices serialise on Python's lock, so
 # several workers share the GPU (their benchmarks take turns) and overlap their compiles.
+# A problem takes 4-7 minutes of a worker, and one interrupted is lost, so the step starts
+# problems only in its first EXHAUSTIVE_START_S seconds and lets them finish.
 step_exhaustive() {
   collect_until_time collect_exhaustive "$exhaustive_data" --num-shapes "${EXHAUSTIVE_SHAPES:-30}" \
-    --search-space EXHAUSTIVE --max-size 2048 --workers-per-device "${EXHAUSTIVE_WORKERS:-8}" --worker-timeout 3600
+    --search-space EXHAUSTIVE --max-size 2048 --workers-per-device "${EXHAUSTIVE_WORKERS:-8}" --worker-timeout 3600 \
+    --stop-after "${EXHAUSTIVE_START_S:-90}"
 }
 
 # Seconds per GEMM: the inductor backend with cold, then warm caches, and plain

@@ -78,6 +78,9 @@ void add_measurement_options(CLI::App& cmd, CollectCliOptions& o) {
                  "Skip the vendor-library entry (aten_mm / aten_addmm / aten_bmm) per problem");
     cmd.add_option("--warmup", o.warmup, "Untimed runs per config (default: the backend's)");
     cmd.add_option("--repeat", o.repeat, "Timed runs per config; the median is recorded (default: the backend's)");
+    cmd.add_option("--stop-after", o.stop_after_s,
+                   "Start no problem after this many seconds: the ones running finish and are saved, the "
+                   "rest wait for the same command run again (jobs with a time limit)");
     cmd.add_option("--chunk-size", o.chunk_size,
                    "Write every N problems to OUTPUT_1, OUTPUT_2, ... (resumable)");
     cmd.add_option("--num-shards", o.num_shards,
@@ -147,6 +150,8 @@ collect::CollectOptions to_collect_options(const CollectCliOptions& o, const Glo
     c.shard = {o.shard_index, o.num_shards};
     c.layout = core::parse_diode_layout(o.diode_layout);
     c.trace_dir = o.trace_dir;
+    if (o.stop_after_s && !(*o.stop_after_s > 0)) throw core::InputError("--stop-after", "must be positive seconds");
+    c.stop_after_s = o.stop_after_s;
     return c;
 }
 

@@ -51,6 +51,7 @@ struct CollectCliOptions {
     int num_shards = 1;
     std::string devices;  ///< --devices: empty runs in this process
     int workers_per_device = 1;  ///< --workers-per-device (inductor backend)
+    std::optional<double> stop_after_s;  ///< --stop-after
     std::string backend;  ///< --backend cpu|native|inductor; empty: the default rule
     std::string python = "python3";  ///< --python: the inductor worker's interpreter
     int worker_timeout_s = 900;      ///< --worker-timeout

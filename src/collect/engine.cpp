@@ -293,9 +293,14 @@ CollectionSummary run_collection(const CollectOptions& options, Backend& backend
     sink.on_start(state);
 
     std::size_t finished = 0;
-    for (const std::size_t index : run.pending) {
+    for (std::size_t at = 0; at < run.pending.size(); ++at) {
+        const std::size_t index = run.pending[at];
         if (interrupt_requested()) {
             summary.interrupted = true;
+            break;
+        }
+        if (past_stop_time(options, seconds_between(start, Clock::now()))) {
+            summary.problems_not_started = run.pending.size() - at;
             break;
         }
         const Problem& problem = plan.problems[index];
@@ -532,6 +537,9 @@ std::string format_summary(const CollectionSummary& s) {
     out << "  problems: " << s.problems_collected << " collected, " << s.problems_resumed
         << " already in the output, " << s.problems_empty << " without any timing";
     if (s.problems_abandoned > 0) out << ", " << s.problems_abandoned << " abandoned at the interrupt";
+    if (s.problems_not_started > 0) {
+        out << ", " << s.problems_not_started << " not started (--stop-after; run again to resume)";
+    }
     out << " (of " << s.problems_planned << ")\n";
     std::size_t pruned = 0, failed = 0;
     for (const auto& [reason, n] : s.pruned) pruned += n;

@@ -489,8 +489,9 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
                 summary.interrupted = true;
                 break;
             }
+            const bool stop_starting = past_stop_time(options, seconds_since(start));
             for (auto& w : workers) {
-                if (!w.alive || w.current >= 0 || queue.empty()) continue;
+                if (!w.alive || w.current >= 0 || queue.empty() || stop_starting) continue;
                 w.current = static_cast<long>(queue.front());
                 queue.pop_front();
                 Json request{{"index", w.current}, {"problem", problem_to_json(plan.problems[w.current])}};
@@ -514,6 +515,10 @@ CollectionSummary run_worker_collection(const CollectOptions& options, const Bac
                 polled.push_back(&w);
             }
             if (fds.empty()) {
+                if (stop_starting) {
+                    summary.problems_not_started = queue.size();
+                    break;
+                }
                 bool any_alive = false;
                 for (const auto& w : workers) any_alive = any_alive || w.alive;
                 if (!queue.empty() && !any_alive) {

@@ -149,6 +149,29 @@ TEST_F(CollectCommand, FormatDecidesTheExtensionAndTracesArePerProblem) {
     EXPECT_EQ(traces, 2u);
 }
 
+TEST_F(CollectCommand, StopAfterStartsNoProblemPastItsTimeAndTheRerunCollectsTheRest) {
+    auto args = slow("data.json", 3);
+    args.insert(args.end(), {"--stop-after", "0.3"});
+    const auto first = run(args);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    // The first problem starts at once; how many follow within 0.3 s depends on the machine.
+    const std::size_t collected = problems_in(chunk_files(m_dir, "data")).size();
+    EXPECT_GE(collected, 1u);
+    const std::size_t not_started = 12 - collected;
+    if (not_started > 0) {
+        EXPECT_NE(first.out.find(std::to_string(not_started) + " not started (--stop-after"), std::string::npos)
+            << first.out;
+    }
+    args.resize(args.size() - 2);
+    const auto second = run(args);
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    EXPECT_NE(second.out.find(std::to_string(not_started) + " collected, " + std::to_string(collected) +
+                              " already in the output"),
+              std::string::npos)
+        << second.out;
+    EXPECT_EQ(problems_in(chunk_files(m_dir, "data")).size(), 12u);
+}
+
 TEST_F(CollectCommand, BadInputIsOneErrorLineAndExitCode2BeforeAnyWork) {
     // One case per kind; engine_test checks every option at the library level.
     {
@@ -162,6 +185,7 @@ TEST_F(CollectCommand, BadInputIsOneErrorLineAndExitCode2BeforeAnyWork) {
         {{"--output", path("a_file/data.json").string()}, "error: --output: "},
         {{"--shard-index", "3", "--num-shards", "3"}, "error: --shard-index: 3 is outside 0..2"},
         {{"--num-shards", "0"}, "error: --num-shards: must be at least 1"},
+        {{"--stop-after", "0"}, "error: --stop-after: must be positive seconds"},
     };
     for (const auto& [extra, expected] : cases) {
         auto args = tiny("data.json", 2);

@@ -62,7 +62,16 @@ struct CollectOptions {
     /// the reference): a worker resuming a problem after a device fault skips the configs
     /// its predecessor already tried.
     std::vector<std::string> skip_configs;
+
+    /// Start no problem after this many seconds of the run: those running finish and are
+    /// saved, the rest wait for a resumed run (jobs with a time limit).
+    std::optional<double> stop_after_s;
 };
+
+/// Whether a run `elapsed_s` seconds old starts no more problems (stop_after_s).
+inline bool past_stop_time(const CollectOptions& options, double elapsed_s) {
+    return options.stop_after_s && elapsed_s >= *options.stop_after_s;
+}
 
 /// What a collection did.
 struct CollectionSummary {
@@ -73,6 +82,7 @@ struct CollectionSummary {
     std::size_t problems_collected = 0;  ///< measured and written this run
     std::size_t problems_empty = 0;      ///< every config and the reference failed
     std::size_t problems_abandoned = 0;  ///< in flight at an interrupt, not recorded
+    std::size_t problems_not_started = 0;  ///< left for a resumed run by stop_after_s
     std::size_t configs_considered = 0;
     std::size_t configs_timed = 0;
     std::size_t references_timed = 0;
