@@ -67,8 +67,11 @@ struct Accumulator {
     std::size_t spearman_count = 0;
     std::array<double, kTopK.size()> log_fraction_sum{};
     std::vector<double> regrets;  ///< per problem: time of the model's pick / best − 1
+    double log_fraction_vendor_sum = 0.0;
+    std::size_t vendor_problems = 0;
 
-    void add_problem(const std::vector<double>& actual, const std::vector<double>& predicted) {
+    /// `vendor`: the vendor row's index, or npos.
+    void add_problem(const std::vector<double>& actual, const std::vector<double>& predicted, std::size_t vendor) {
         ++problems;
         actual_log.insert(actual_log.end(), actual.begin(), actual.end());
         predicted_log.insert(predicted_log.end(), predicted.begin(), predicted.end());
@@ -91,6 +94,13 @@ struct Accumulator {
             log_fraction_sum[k] += best - best_of_top;
             if (kTopK[k] == 1) regrets.push_back(std::expm1(best_of_top - best));
         }
+        if (vendor < actual.size()) {
+            // As export-lut --with-aten: the model's first pick and the vendor row (just the
+            // vendor row when it is the pick).
+            const double pick = std::min(actual[order.front()], actual[vendor]);
+            log_fraction_vendor_sum += best - pick;
+            ++vendor_problems;
+        }
     }
 
     Metrics finish(const std::string& op) const {
@@ -101,7 +111,7 @@ struct Accumulator {
         if (m.rows == 0) {
             m.mse_log = m.rmse_log = m.exp_rmse = m.r2 = m.mape_percent = m.spearman = kNaN;
             m.top_k_achieved.fill(kNaN);
-            m.regret_mean = m.regret_p95 = kNaN;
+            m.regret_mean = m.regret_p95 = m.top1_with_vendor = kNaN;
             return m;
         }
         const double n = static_cast<double>(m.rows);
@@ -125,6 +135,10 @@ struct Accumulator {
         }
         m.regret_mean = std::accumulate(regrets.begin(), regrets.end(), 0.0) / static_cast<double>(regrets.size());
         m.regret_p95 = nearest_rank_percentile(regrets, 0.95);
+        m.vendor_problems = vendor_problems;
+        m.top1_with_vendor = vendor_problems
+                                 ? std::exp(log_fraction_vendor_sum / static_cast<double>(vendor_problems))
+                                 : kNaN;
         return m;
     }
 };
@@ -150,6 +164,7 @@ nlohmann::ordered_json metrics_json(const Metrics& m) {
     for (std::size_t k = 0; k < kTopK.size(); ++k) top[std::to_string(kTopK[k])] = number(m.top_k_achieved[k]);
     j["top_k_achieved_fraction"] = top;
     j["regret"] = {{"mean", number(m.regret_mean)}, {"p95", number(m.regret_p95)}};
+    j["top1_with_vendor"] = {{"achieved_fraction", number(m.top1_with_vendor)}, {"problems", m.vendor_problems}};
     return j;
 }
 
@@ -218,9 +233,12 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
         picks.push_back({problem.hardware, problem.op_key, problem.shape, problem.timings[picked].config,
                          problem.timings[best].config, problem.timings[picked].time_ms, problem.timings[best].time_ms,
                          problem.timings[picked].time_ms / problem.timings[best].time_ms - 1.0});
-        overall.add_problem(actual, predicted);
+        std::size_t vendor = std::string::npos;
+        for (std::size_t i = 0; i < problem.timings.size(); ++i)
+            if (is_reference_config(problem.timings[i].config)) vendor = i;
+        overall.add_problem(actual, predicted, vendor);
         if (!per_op.count(problem.op_key)) op_order.push_back(problem.op_key);
-        per_op[problem.op_key].add_problem(actual, predicted);
+        per_op[problem.op_key].add_problem(actual, predicted, vendor);
     }
 
     EvaluationReport report;
@@ -331,6 +349,12 @@ std::string format_report(const EvaluationReport& report) {
     out << "top-k: geometric mean over problems of best measured time / best measured time among the "
            "model's k best-ranked configs; regret: time of the model's pick / best time - 1, mean and "
            "95th percentile over problems\n";
+    if (report.overall.vendor_problems > 0) {
+        out << "top-1 beside the vendor choice (export-lut --with-aten: the model's pick and ATen, the "
+               "faster kept): "
+            << fmt(report.overall.top1_with_vendor, "%.3f") << " over the " << report.overall.vendor_problems
+            << " problems with a vendor row\n";
+    }
     if (!report.worst.empty()) {
         out << "\nworst predictions (largest |ln predicted - ln actual|):\n";
         std::snprintf(line, sizeof(line), "%-10s %-8s %6s %6s %6s %6s  %-24s %12s %12s %8s\n", "op",

@@ -23,10 +23,6 @@ std::string describe(const std::string& hardware, const std::string& op,
 
 }  // namespace
 
-bool is_reference_config(const core::GemmConfig& config) {
-    return config.name.rfind("aten_", 0) == 0;
-}
-
 std::vector<ProblemGroup> group_problems(const core::Dataset& dataset, const std::string& source) {
     std::vector<ProblemGroup> problems;
     for (const auto& hardware : dataset.hardware()) {

@@ -166,5 +166,44 @@ TEST_F(TinyEvaluation, RegretIsTheLossOfTheFirstPick) {
     EXPECT_NE(format_report(report).find("worst picks"), std::string::npos);
 }
 
+// With ATen, as export-lut --with-aten: problem A's kernels 4 and 2 ms and ATen 1 ms, ATen
+// ranked first: the table is ATen alone, 1 ms (fraction 1). Problem B's kernels 1 and 3 ms,
+// ATen 2 ms, the 3 ms kernel ranked first: beside ATen it gets 2 ms of a 1 ms best (0.5).
+// Problem D's ATen 4 ms is ranked first, its kernels 1 and 2 ms: ATen alone, 0.25.
+// Problem C has no vendor row and is left out of that metric.
+TEST(Evaluation, TopOneBesideTheVendorChoiceKeepsTheFasterOfTheTwo) {
+    auto problem = [](const std::vector<double>& times, bool last_is_vendor) {
+        ProblemGroup p;
+        p.op_key = "mm";
+        p.shape = core::make_shape(1, 64, 64, 64, "float16");
+        for (std::size_t i = 0; i < times.size(); ++i) {
+            core::TimedConfig t;
+            t.config.block_m = 16 << i;
+            if (last_is_vendor && i + 1 == times.size()) t.config.name = "aten_mm";
+            t.time_ms = times[i];
+            p.timings.push_back(t);
+        }
+        return p;
+    };
+    const std::vector<ProblemGroup> problems = {problem({4.0, 2.0, 1.0}, true), problem({1.0, 3.0, 2.0}, true),
+                                                problem({1.0, 2.0}, false), problem({1.0, 2.0, 4.0}, true)};
+    const std::vector<std::vector<double>> predicted = {
+        {3.0, 2.0, 1.0}, {3.0, 1.0, 2.0}, {2.0, 1.0}, {2.0, 3.0, 1.0}};
+    const auto report = evaluate_predictions(problems, predicted, 0);
+    EXPECT_EQ(report.overall.vendor_problems, 3u);
+    const double expected = std::cbrt(1.0 * 0.5 * 0.25);
+    EXPECT_NEAR(report.overall.top1_with_vendor, expected, 1e-12);
+    // Top-1 alone: A 1, B 1/3, C 1/2, D 1/4.
+    EXPECT_NEAR(report.overall.top_k_achieved[0], std::pow(1.0 / 24.0, 0.25), 1e-12);
+    const auto j = nlohmann::json::parse(report_to_json(report));
+    EXPECT_NEAR(j["overall"]["top1_with_vendor"]["achieved_fraction"].get<double>(), expected, 1e-12);
+    EXPECT_EQ(j["overall"]["top1_with_vendor"]["problems"], 3);
+    EXPECT_NE(format_report(report).find("top-1 beside the vendor choice"), std::string::npos);
+
+    const auto without = evaluate_predictions({problems[2]}, {predicted[2]}, 0);
+    EXPECT_TRUE(std::isnan(without.overall.top1_with_vendor));
+    EXPECT_EQ(format_report(without).find("beside the vendor"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mmt::model

@@ -37,6 +37,11 @@ struct Metrics {
     /// loses by running the model's pick. Mean and 95th percentile (nearest rank).
     double regret_mean = 0.0;
     double regret_p95 = 0.0;
+    /// Over the problems with a vendor-library row (aten_*), the geometric mean of best
+    /// time / the faster of the model's first pick and the vendor row: what an
+    /// `export-lut --with-aten` table gets, Inductor timing the two. NaN without such rows.
+    double top1_with_vendor = 0.0;
+    std::size_t vendor_problems = 0;
 };
 
 /// One of the worst predictions (largest |ln predicted − ln actual|).

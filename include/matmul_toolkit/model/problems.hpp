@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset.hpp"
 
 namespace mmt::model {
@@ -27,8 +28,9 @@ struct ProblemGroup {
     std::optional<core::TimedConfig> reference;
 };
 
-/// True for the vendor-library entries (config name starting with "aten_").
-bool is_reference_config(const core::GemmConfig& config);
+/// True for the vendor-library entries (config name starting with "aten_"): the
+/// collection's own test.
+using collect::is_reference_config;
 
 /// The groups with each one's fastest vendor-library entry appended to its timings, so a
 /// model learns and ranks it beside the kernel configs, as max-autotune weighs ATen beside
