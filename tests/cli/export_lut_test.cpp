@@ -92,6 +92,26 @@ TEST_F(ExportLutCli, DiodeTableFromADatasetRanksItsMeasuredConfigs) {
     }
 }
 
+TEST_F(ExportLutCli, WithAtenATopOneTableOffersAtenBesideItsPick) {
+    const auto output = *dir / "with_aten.json";
+    const auto result = run({"--shapeset", example_shapeset(), "--top-k", "1", "--with-aten", "--no-prune",
+                             "--output", output.string()});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto table = nlohmann::json::parse(slurp(output));
+    ASSERT_EQ(table.size(), 5u);
+    for (const auto& [key, entries] : table.items()) {
+        const bool is_addmm = key.find("+alpha=1&beta=1+addmm") != std::string::npos;
+        std::size_t aten = 0;
+        for (const auto& e : entries) aten += e.at("template_id").get<std::string>().rfind("aten::", 0) == 0;
+        EXPECT_EQ(aten, is_addmm ? 2u : 1u) << key;
+        // The pick comes first: a Triton config followed by ATen, or ATen alone when it is the pick.
+        EXPECT_LE(entries.size() - aten, 1u) << key;
+        if (entries.size() > aten) {
+            EXPECT_EQ(entries.front().at("template_id").get<std::string>().rfind("triton::", 0), 0u) << key;
+        }
+    }
+}
+
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
     std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
     const auto out = (*dir / "bad.json").string();
@@ -102,6 +122,7 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "0", "--output", out},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--lut-format", "csv"},
         {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--op-name", "bmm_tt"},
+        {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--lut-format", "diode", "--with-aten"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);
