@@ -18,6 +18,13 @@ public:
     static constexpr const char* kCommand = "export-lut";
 };
 
+// Entries of one Inductor key that are ATen choices (addmm has two).
+std::size_t aten_entries(const nlohmann::json& entries) {
+    std::size_t aten = 0;
+    for (const auto& e : entries) aten += e.at("template_id").get<std::string>().rfind("aten::", 0) == 0;
+    return aten;
+}
+
 TEST_F(ExportLutCli, InductorTableFromAShapeset) {
     const auto output = *dir / "inductor.json";
     const auto result = run({"--shapeset", example_shapeset(), "--top-k", "3", "--no-prune", "--output",
@@ -38,8 +45,7 @@ TEST_F(ExportLutCli, InductorTableFromAShapeset) {
         // Three picks, and ATen whether picked or not (Inductor's fallback when a
         // benchmarked table's Triton layouts fail): one entry, addmm's two (bias_addmm,
         // addmm), last when it was not a pick.
-        std::size_t aten = 0;
-        for (const auto& e : entries) aten += e.at("template_id").get<std::string>().rfind("aten::", 0) == 0;
+        const std::size_t aten = aten_entries(entries);
         ASSERT_EQ(aten, is_addmm ? 2u : 1u) << key;
         const std::size_t triton = entries.size() - aten;
         ASSERT_TRUE(triton == 3u || triton == 2u) << key;
@@ -101,8 +107,7 @@ TEST_F(ExportLutCli, WithAtenATopOneTableOffersAtenBesideItsPick) {
     ASSERT_EQ(table.size(), 5u);
     for (const auto& [key, entries] : table.items()) {
         const bool is_addmm = key.find("+alpha=1&beta=1+addmm") != std::string::npos;
-        std::size_t aten = 0;
-        for (const auto& e : entries) aten += e.at("template_id").get<std::string>().rfind("aten::", 0) == 0;
+        const std::size_t aten = aten_entries(entries);
         EXPECT_EQ(aten, is_addmm ? 2u : 1u) << key;
         // The pick comes first: a Triton config followed by ATen, or ATen alone when it is the pick.
         EXPECT_LE(entries.size() - aten, 1u) << key;
