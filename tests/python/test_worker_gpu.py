@@ -91,6 +91,19 @@ def test_bmm_float32(worker: Worker) -> None:
     assert any(e["template"] == "bmm" and "time_ms" in e for e in reply["entries"])
 
 
+def test_padded_problem_keeps_its_triton_timings(worker: Worker) -> None:
+    # pad_mm pads K 2894 -> 2896 and N 2226 -> 2232; Inductor's autotuning tensors then have
+    # rows 2944 apart while the kernels were compiled for 2896: on those every Triton choice
+    # is "wrong" (H200, torch 2.11), on the layout the kernels were built for they are right.
+    reply = worker.ask({"type": "measure", "id": 5, "problem": problem("mm", 1, 1024, 2226, 2894, "bfloat16"),
+                        "search_space": "DEFAULT", "configs": [], "reference": True, "seed": 5, "repeat": 20})
+    print("padded mm DEFAULT:", summarize(reply), sorted({e.get("error", "")[:60] for e in reply["entries"]}))
+    assert reply["type"] == "measure", reply
+    assert reply["autotuned_shape"] == [1, 1024, 2232, 2896]
+    assert not any("wrong result" in e.get("error", "") for e in reply["entries"])
+    assert len([e for e in reply["entries"] if e["template"] == "mm" and "time_ms" in e]) >= 10
+
+
 def test_int8_is_torch_int_mm_and_exact(worker: Worker) -> None:
     # torch._int_mm: M > 16, K and N multiples of 8. Every timed config passed the exact check.
     for space, configs, layout in [("DEFAULT", [], "nn"),
