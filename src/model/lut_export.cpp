@@ -146,7 +146,7 @@ std::string inductor_lookup_key(const std::string& op_key, const core::MMShape& 
     return device_name.empty() ? key : device_name + "+" + key;
 }
 
-std::optional<PaddedProblem> inductor_padded_problem(const std::string& op_key, const core::MMShape& shape) {
+std::optional<InductorProblem> inductor_padded_problem(const std::string& op_key, const core::MMShape& shape) {
     const std::string op = core::parse_op_key(op_key).first;
     const std::int64_t alignment = core::dtype_size(shape.M_dtype) == 2 ? 8 : core::dtype_size(shape.M_dtype) == 4 ? 4 : 0;
     if (alignment == 0) return std::nullopt;
@@ -154,10 +154,23 @@ std::optional<PaddedProblem> inductor_padded_problem(const std::string& op_key, 
     auto padded = [alignment](std::int64_t x) { return x == 1 || x % alignment == 0 ? x : (x / alignment + 1) * alignment; };
     const std::int64_t m = padded(shape.M), n = padded(shape.N), k = padded(shape.K);
     if (m == shape.M && n == shape.N && k == shape.K) return std::nullopt;
-    PaddedProblem out{op, core::make_shape(shape.B, m, n, k, shape.M_dtype)};
+    InductorProblem out{op, core::make_shape(shape.B, m, n, k, shape.M_dtype)};
     out.shape.K_dtype = shape.K_dtype;
     out.shape.out_dtype = shape.out_dtype;
     return out;
+}
+
+std::vector<InductorProblem> inductor_alternate_problems(const std::string& op_key, const core::MMShape& shape) {
+    std::vector<InductorProblem> forms;
+    if (auto padded = inductor_padded_problem(op_key, shape)) forms.push_back(std::move(*padded));
+    const auto [op, layout] = core::parse_op_key(op_key);
+    if (op == "bmm" && shape.B == 1) {
+        // The squeezed operands keep their strides, so the mm keeps the layout.
+        const std::string mm_key = layout == "nn" ? std::string("mm") : "mm_" + layout;
+        forms.push_back(InductorProblem{mm_key, shape});
+        if (auto padded = inductor_padded_problem(mm_key, shape)) forms.push_back(std::move(*padded));
+    }
+    return forms;
 }
 
 std::string inductor_template_id(const std::string& op_key) {
@@ -181,13 +194,13 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
         }
         table[key] = inductor_entries(problem.op, problem.configs, std::nullopt, options.with_aten);
     }
-    // After every problem's own key, so a padded key never takes a real problem's place.
+    // After every problem's own key, so another form's key never takes a real problem's place.
     for (const auto& problem : problems) {
-        const auto padded = inductor_padded_problem(problem.op, problem.shape);
-        if (!padded) continue;
-        const std::string key = inductor_lookup_key(padded->op_key, padded->shape, device_of(problem));
-        if (table.contains(key)) continue;
-        table[key] = inductor_entries(problem.op, problem.configs, padded->shape.K, options.with_aten);
+        for (const auto& form : inductor_alternate_problems(problem.op, problem.shape)) {
+            const std::string key = inductor_lookup_key(form.op_key, form.shape, device_of(problem));
+            if (table.contains(key)) continue;
+            table[key] = inductor_entries(form.op_key, problem.configs, form.shape.K, options.with_aten);
+        }
     }
     return core::python_json_dumps(table, 2) + "\n";
 }

@@ -211,6 +211,39 @@ TEST(InductorLut, MisalignedProblemsAlsoGetThePaddedKey) {
     }
 }
 
+TEST(InductorLut, ABatchOneBmmAlsoGetsTheMmKeyInductorLowersItTo) {
+    // H200, torch 2.11: bmm 1x4096x78x389 was looked up as "+mm" with 2-D operands.
+    auto p = problem("bmm_nt", 1, 4096, 78, 389);
+    core::GemmConfig aten;
+    aten.name = "aten_bmm";
+    aten.block_m = aten.block_n = aten.block_k = aten.group_m = aten.num_stages = aten.num_warps = 1;
+    p.configs.push_back({aten, 0.9});
+
+    const auto forms = inductor_alternate_problems(p.op, p.shape);
+    ASSERT_EQ(forms.size(), 3u);  // bmm padded, the mm (its layout kept), the mm padded
+    EXPECT_EQ(forms[0].op_key, "bmm");
+    EXPECT_EQ(forms[1].op_key, "mm_nt");
+    EXPECT_EQ(forms[2].op_key, "mm");
+    EXPECT_EQ(forms[2].shape.N, 80);
+    EXPECT_EQ(forms[2].shape.K, 392);
+
+    const auto table = nlohmann::json::parse(inductor_lut_json({p}));
+    ASSERT_EQ(table.size(), 4u) << table.dump();
+    const auto mm_key = "((torch.float16, [4096, 389], [389, 1]), (torch.float16, [389, 78], [1, 389]))+mm";
+    ASSERT_TRUE(table.contains(mm_key)) << table.dump();
+    const auto& entries = table.at(mm_key);
+    ASSERT_EQ(entries.size(), 3u);
+    EXPECT_EQ(entries[0].at("template_id"), "triton::mm");  // the mm template, the same configs
+    EXPECT_EQ(entries[0].at("BLOCK_M"), 128);
+    EXPECT_EQ(entries[1].at("BLOCK_K"), 64);
+    EXPECT_EQ(entries[2], nlohmann::json({{"template_id", "aten::mm"}}));
+    const auto& bmm_entries = table.at(inductor_lookup_key("bmm_nt", p.shape, ""));
+    EXPECT_EQ(bmm_entries[0].at("template_id"), "triton::bmm");
+    EXPECT_EQ(bmm_entries[2], nlohmann::json({{"template_id", "aten::bmm"}}));
+    // A batch of two stays a bmm.
+    EXPECT_EQ(inductor_alternate_problems("bmm", core::make_shape(2, 64, 64, 64, "float16")).size(), 0u);
+}
+
 TEST(InductorLut, AProblemsOwnKeyWinsOverAnotherProblemsPaddedKey) {
     // 64 x 64 x 60 pads K to 64, which is the other problem's own key.
     auto odd = problem("mm", 1, 64, 64, 60);

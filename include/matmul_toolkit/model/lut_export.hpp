@@ -53,24 +53,31 @@ std::string inductor_input_key(const std::string& op_key, const core::MMShape& s
 std::string inductor_lookup_key(const std::string& op_key, const core::MMShape& shape,
                                 const std::string& device_name);
 
+/// A problem in the form Inductor autotunes it, where that differs from how it was timed.
+struct InductorProblem {
+    std::string op_key;
+    core::MMShape shape;
+};
+
 /// The problem as Inductor autotunes it after its pad_mm pass pads a misaligned M, N or K
 /// (not a multiple of 8 elements for 16-bit dtypes, 4 for float32; a dimension of 1 stays)
 /// with zeros: operands become contiguous row-major, so the op key loses its layout.
 /// Whether Inductor pads depends on a benchmark it runs while compiling, so a table
 /// carries this key too. Empty when nothing would be padded.
-struct PaddedProblem {
-    std::string op_key;
-    core::MMShape shape;
-};
-std::optional<PaddedProblem> inductor_padded_problem(const std::string& op_key, const core::MMShape& shape);
+std::optional<InductorProblem> inductor_padded_problem(const std::string& op_key, const core::MMShape& shape);
+
+/// Every other form Inductor may autotune the problem in, each with its own key: the padded
+/// problem, and for a bmm of batch 1 the mm Inductor lowers it to (torch 2.11 looks up
+/// "+mm" with the 2-D operands: bmm 1x4096x78x389 missed its table entry) and that mm padded.
+std::vector<InductorProblem> inductor_alternate_problems(const std::string& op_key, const core::MMShape& shape);
 
 /// The Triton template a config belongs to: "triton::mm" (mm, addmm) or "triton::bmm".
 std::string inductor_template_id(const std::string& op_key);
 
 /// The table as JSON text: {key: [{"template_id", "BLOCK_M", "BLOCK_N", "BLOCK_K",
 /// "GROUP_M", "num_stages", "num_warps", "EVEN_K", "USE_FAST_ACCUM", "ACC_TYPE"}, ...]}.
-/// A problem Inductor may pad also gets its padded key (inductor_padded_problem; EVEN_K
-/// for the padded K) unless another problem owns that key. Throws core::InputError when
+/// A problem Inductor may autotune in another form also gets that form's key
+/// (inductor_alternate_problems; EVEN_K for a padded K) unless another problem owns it. Throws core::InputError when
 /// two problems give the same key.
 std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                               const InductorLutOptions& options = {});
