@@ -42,6 +42,7 @@ struct TrainCliOptions {
     int tune = 0;
     int eval_every = 1;
     int threads = 0;
+    bool cuda_graph = false;
 };
 
 /// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,

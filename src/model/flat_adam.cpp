@@ -37,12 +37,25 @@ FlatAdam::FlatAdam(const std::vector<at::Tensor>& parameters, double learning_ra
 
 void FlatAdam::zero_grad() { m_grads.zero_(); }
 
+void FlatAdam::keep_step_on_device() {
+    if (m_device_step.defined()) return;
+    m_device_step = torch::full({}, static_cast<double>(m_step), m_params.options().dtype(at::kDouble));
+}
+
 void FlatAdam::step() {
     torch::NoGradGuard no_grad;
     ++m_step;
     const at::Tensor grad = m_weight_decay != 0.0 ? m_grads.add(m_params, m_weight_decay) : m_grads;
     m_exp_avg.mul_(m_beta1).add_(grad, 1.0 - m_beta1);
     m_exp_avg_sq.mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);
+    if (m_device_step.defined()) {
+        m_device_step.add_(1.0);
+        const at::Tensor bias1 = 1.0 - at::pow(m_beta1, m_device_step);
+        const at::Tensor bias2 = 1.0 - at::pow(m_beta2, m_device_step);
+        const at::Tensor denom = (m_exp_avg_sq.sqrt() / bias2.sqrt()).add_(m_eps);
+        m_params.sub_(m_exp_avg / denom * (m_lr / bias1));
+        return;
+    }
     const double bias1 = 1.0 - std::pow(m_beta1, static_cast<double>(m_step));
     const double bias2 = 1.0 - std::pow(m_beta2, static_cast<double>(m_step));
     const at::Tensor denom = (m_exp_avg_sq.sqrt() / std::sqrt(bias2)).add_(m_eps);

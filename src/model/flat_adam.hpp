@@ -23,11 +23,16 @@ public:
     /// torch.optim.Adam's update (L2 weight decay added to the gradient, bias-corrected
     /// moments), on the flat buffers.
     void step();
+    /// From now on the step count and the bias corrections live in device tensors, so a
+    /// step launches the same kernels with the same arguments every time and can be
+    /// captured in a CUDA graph (a few more kernels a step, none waiting on the host).
+    void keep_step_on_device();
 
 private:
     at::Tensor m_params, m_grads, m_exp_avg, m_exp_avg_sq;
     double m_lr, m_weight_decay, m_beta1, m_beta2, m_eps;
     long m_step = 0;
+    at::Tensor m_device_step;  ///< float64 scalar; defined after keep_step_on_device()
 };
 
 /// Intra-op threads worth using for training steps of `batch_rows` rows: one per 512 rows,

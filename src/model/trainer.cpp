@@ -16,6 +16,9 @@
 #include "matmul_toolkit/model/features.hpp"
 #include "flat_adam.hpp"
 #include "predictor_impl.hpp"
+#ifdef MMT_TRAINING_CUDA_GRAPHS
+#include "training_step_graph.hpp"
+#endif
 
 namespace mmt::model {
 namespace {
@@ -128,6 +131,16 @@ void validate_train_options(const TrainOptions& o) {
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
     if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
     if (o.threads < 0) throw core::InputError("--threads", "must be 0 (automatic) or more");
+    if (o.cuda_graph) {
+#ifndef MMT_TRAINING_CUDA_GRAPHS
+        throw core::InputError("--cuda-graph", "this build's LibTorch has no CUDA (graphs need one)");
+#endif
+        if (o.device != "cuda") throw core::InputError("--cuda-graph", "replays steps on a GPU: use --device cuda");
+        if (o.ranking_weight > 0.0) {
+            throw core::InputError("--cuda-graph", "--ranking-weight's batches of whole problems vary in size; "
+                                                   "a graph replays one batch size");
+        }
+    }
     if (o.ensemble > 1 && o.model.type != ModelType::base) {
         throw core::InputError("--ensemble", "averages base networks only (use --model-type base)");
     }
@@ -220,6 +233,11 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     double best_loss = std::numeric_limits<double>::infinity();
     int epochs_without_improvement = 0;
     double last_val_loss = 0.0;
+#ifdef MMT_TRAINING_CUDA_GRAPHS
+    std::unique_ptr<TrainingStepGraph> graphed;
+    if (device.is_cuda() && !ranking && options.cuda_graph && n >= batch)
+        graphed = std::make_unique<TrainingStepGraph>(net, optimizer, x_train, y_train, batch);
+#endif
 
     for (int epoch = 1; epoch <= options.num_epochs; ++epoch) {
         const auto epoch_start = Clock::now();
@@ -259,6 +277,9 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             for (std::int64_t end = batch; end < n + batch; end += batch) batch_ends.push_back(std::min(end, n));
         }
         at::Tensor loss_sum = torch::zeros({}, x_train.options());
+#ifdef MMT_TRAINING_CUDA_GRAPHS
+        if (graphed) graphed->reset_loss_sum();
+#endif
         std::int64_t rows_used = 0;
         bool stop = false;
         std::int64_t start = 0;
@@ -272,6 +293,13 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
                 break;
             }
             const at::Tensor index = order.slice(0, batch_start, end);
+#ifdef MMT_TRAINING_CUDA_GRAPHS
+            if (graphed && end - batch_start == batch) {
+                graphed->step(index);
+                rows_used += batch;
+                continue;
+            }
+#endif
             const at::Tensor xb = x_train.index_select(0, index);
             const at::Tensor yb = y_train.index_select(0, index);
             optimizer.zero_grad();
@@ -290,6 +318,9 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             fit.interrupted = true;
             break;
         }
+#ifdef MMT_TRAINING_CUDA_GRAPHS
+        if (graphed) loss_sum += graphed->loss_sum();
+#endif
         const double train_loss = loss_sum.item<double>() / static_cast<double>(std::max<std::int64_t>(rows_used, 1));
         const double train_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
 

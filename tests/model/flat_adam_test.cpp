@@ -50,6 +50,34 @@ TEST(FlatAdam, StepsLikeLibTorchsAdam) {
     }
 }
 
+TEST(FlatAdam, StepCountOnTheDeviceGivesTheSameSteps) {
+    // The CUDA-graph path keeps the step count in a tensor; switched on after two host
+    // steps, it must continue the same sequence (checked here on CPU tensors).
+    torch::manual_seed(5);
+    auto host = small_net();
+    auto device = small_net();
+    {
+        torch::NoGradGuard no_grad;
+        auto a = host->parameters(), b = device->parameters();
+        for (std::size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+    }
+    FlatAdam on_host(host->parameters(), 1e-2, 1e-3);
+    FlatAdam on_device(device->parameters(), 1e-2, 1e-3);
+    const auto x = torch::randn({16, 5});
+    const auto y = torch::randn({16, 1});
+    for (int step = 0; step < 6; ++step) {
+        if (step == 2) on_device.keep_step_on_device();
+        on_host.zero_grad();
+        torch::mse_loss(host->forward(x), y).backward();
+        on_host.step();
+        on_device.zero_grad();
+        torch::mse_loss(device->forward(x), y).backward();
+        on_device.step();
+    }
+    const auto a = host->parameters(), b = device->parameters();
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-7)) << "parameter " << i;
+}
+
 TEST(FlatAdam, GradientsAreViewsOfOneBufferAndZeroTogether) {
     auto net = small_net();
     FlatAdam flat(net->parameters(), 1e-3, 0.0);

@@ -168,6 +168,12 @@ TEST(Trainer, BadInputIsAClearError) {
     options = small_options();
     options.threads = -1;
     EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
+    options = small_options();
+    options.cuda_graph = true;  // on the CPU (and without a CUDA LibTorch) there are no graphs
+    EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
+    options.device = "cuda";
+    options.ranking_weight = 1.0;
+    EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
 }
 
 // An ensemble is one network whose prediction is the mean (in log space) of its members,
@@ -264,6 +270,37 @@ TEST(Trainer, EvalEveryValidatesOnlyThoseEpochs) {
     EXPECT_TRUE(result.best_epoch == 3 || result.best_epoch == 6 || result.best_epoch == 7) << result.best_epoch;
     options.eval_every = 0;
     EXPECT_THROW(train_model(testing::synthetic_dataset(10, 3), "synthetic", options), core::InputError);
+}
+
+// On a GPU the full batches replay one captured step (a CUDA graph); without dropout it
+// must train as the steps launched one by one do, deep model (BatchNorm) included, and the
+// same seed must give the same model.
+TEST(Trainer, CudaGraphStepsTrainAsEagerSteps) {
+    if (default_training_device() != "cuda") GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA)";
+    const auto dataset = testing::synthetic_dataset(40, 8);  // ~3 full batches an epoch
+    for (const auto type : {ModelType::base, ModelType::deep}) {
+        auto options = small_options();
+        options.model.type = type;
+        options.model.hidden_dim = 32;
+        options.model.num_layers = 3;
+        options.num_epochs = 6;
+        options.patience = 100;
+        options.device = "cuda";
+        options.cuda_graph = true;
+        const auto graphed = train_model(dataset, "synthetic", options);
+        const auto again = train_model(dataset, "synthetic", options);
+        options.cuda_graph = false;
+        const auto eager = train_model(dataset, "synthetic", options);
+        ASSERT_EQ(graphed.history.size(), eager.history.size());
+        for (std::size_t e = 0; e < eager.history.size(); ++e) {
+            EXPECT_NEAR(graphed.history[e].train_loss, eager.history[e].train_loss,
+                        1e-3 * std::max(1.0, eager.history[e].train_loss)) << to_string(type) << " epoch " << e + 1;
+            EXPECT_NEAR(graphed.history[e].validation_loss, eager.history[e].validation_loss,
+                        1e-3 * std::max(1.0, eager.history[e].validation_loss)) << to_string(type) << " epoch " << e + 1;
+        }
+        EXPECT_DOUBLE_EQ(graphed.history.back().validation_loss, again.history.back().validation_loss);
+        EXPECT_LT(graphed.history.back().train_loss, graphed.history.front().train_loss) << to_string(type);
+    }
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+#include "training_step_graph.hpp"
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
+#include <torch/nn/functional/loss.h>
+
+#include "matmul_toolkit/core/error.hpp"
+
+namespace mmt::model {
+
+namespace {
+// Eager steps before the capture: cuBLAS handles and workspaces, cuDNN's BatchNorm and the
+// autograd engine's device thread are set up on first use, which a capture cannot hold.
+constexpr int kWarmupSteps = 3;
+}  // namespace
+
+struct TrainingStepGraph::Capture {
+    at::cuda::CUDAGraph graph;
+    bool captured = false;
+};
+
+TrainingStepGraph::TrainingStepGraph(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
+                                     std::int64_t batch_rows)
+    : m_net(net), m_optimizer(optimizer), m_x(x), m_y(y), m_batch_rows(batch_rows),
+      m_capture(std::make_unique<Capture>()) {
+    if (!x.is_cuda()) throw core::Error("training", "a CUDA-graph step needs the rows on a CUDA device");
+    m_index = torch::zeros({batch_rows}, x.options().dtype(at::kLong));
+    m_loss_sum = torch::zeros({}, x.options());
+    m_optimizer.keep_step_on_device();
+}
+
+TrainingStepGraph::~TrainingStepGraph() = default;
+
+void TrainingStepGraph::reset_loss_sum() { m_loss_sum.zero_(); }
+
+void TrainingStepGraph::run_step() {
+    const at::Tensor xb = m_x.index_select(0, m_index);
+    const at::Tensor yb = m_y.index_select(0, m_index);
+    m_optimizer.zero_grad();
+    const at::Tensor loss = torch::nn::functional::mse_loss(m_net->forward(xb), yb);
+    loss.backward();
+    m_optimizer.step();
+    torch::NoGradGuard no_grad;
+    m_loss_sum.add_(loss.detach() * static_cast<double>(m_batch_rows));
+}
+
+void TrainingStepGraph::step(const at::Tensor& index) {
+    if (index.numel() != m_batch_rows) {
+        throw core::Error("training", "a CUDA-graph step takes batches of " + std::to_string(m_batch_rows) + " rows");
+    }
+    m_index.copy_(index);
+    if (m_capture->captured) {
+        m_capture->graph.replay();
+        return;
+    }
+    // Warm-up and capture run on a side stream, as a capture must; the default stream's
+    // work is finished first and the side stream's before going back to it.
+    torch::cuda::synchronize();
+    {
+        const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
+        if (m_steps < kWarmupSteps) {
+            run_step();
+        } else {
+            m_capture->graph.capture_begin();
+            run_step();
+            m_capture->graph.capture_end();
+            m_capture->captured = true;
+        }
+    }
+    torch::cuda::synchronize();
+    // A capture records the step without running it: run it now.
+    if (m_capture->captured) m_capture->graph.replay();
+    ++m_steps;
+}
+
+}  // namespace mmt::model
