@@ -120,6 +120,9 @@ class _Recorder:
         self.reference: dict[int, tuple[Any, Any]] = {}
         self.wrong_reported = False
         self.layout_reported = False
+        # The kernels' own layout (their tensor metadata) -> (operands, reference), shared
+        # by every choice of the problem that needs the check on it.
+        self.layout_operands: dict[tuple[Any, ...], tuple[list[Any], Any]] = {}
 
 
 class InductorMeasurer:
@@ -294,7 +297,7 @@ class InductorMeasurer:
             # rows 2944 apart) then reaches a kernel compiled for rows 2896 apart, and every
             # choice reads the wrong elements. The time is what Inductor itself measures; the
             # kernel is checked on tensors laid out as it was compiled for.
-            own_layout = self._check_on_kernel_layout(choice)
+            own_layout = self._check_on_kernel_layout(choice, recorder)
             if own_layout is not None:
                 if own_layout[0] <= TOLERANCE[self._problem["dtype"]]:
                     if not recorder.layout_reported:
@@ -324,17 +327,21 @@ class InductorMeasurer:
             product = self._problem.get("beta", 1.0) * widen(inputs[0]) + self._problem.get("alpha", 1.0) * product
         return product
 
-    def _check_on_kernel_layout(self, choice: Any) -> Optional[tuple[float, str]]:
-        """(relative error, what differed) of a Triton choice run once on tensors with the
+    def _check_on_kernel_layout(self, choice: Any, recorder: _Recorder) -> Optional[tuple[float, str]]:
+        """(relative error, the layouts) of a Triton choice run once on tensors with the
         sizes, strides and offsets its kernel was generated for (its benchmark request's
-        tensor metadata); None when those are not known or match what it was timed on."""
+        tensor metadata); None when those are not known."""
         torch = self.torch
         request = getattr(choice, "bmreq", None)
         metas = list(getattr(request, "input_tensor_meta", None) or [])
         out_meta = getattr(request, "output_tensor_meta", None)
         if len(metas) < 2 or out_meta is None or not hasattr(request, "make_run_fn"):
             return None
-        inputs = [self._strided_operand(m) for m in metas]
+        layout = tuple((tuple(m.sizes), tuple(m.strides), int(m.offset), str(m.dtype)) for m in metas)
+        if layout not in recorder.layout_operands:
+            inputs = [self._strided_operand(m) for m in metas]
+            recorder.layout_operands[layout] = (inputs, self._template_reference(inputs))
+        inputs, reference = recorder.layout_operands[layout]
         output = torch.empty_strided(tuple(out_meta.sizes), tuple(out_meta.strides), dtype=out_meta.dtype,
                                      device=self.device)
         run = request.make_run_fn(*inputs, out=output)
@@ -344,7 +351,7 @@ class InductorMeasurer:
         finally:
             request.cleanup_run_fn()
         layouts = "; ".join(f"{list(m.sizes)}/{list(m.strides)}+{m.offset}" for m in metas)
-        return _relative_error(torch, output, self._template_reference(inputs)), f"kernels compiled for {layouts}"
+        return _relative_error(torch, output, reference), f"kernels compiled for {layouts}"
 
     def _strided_operand(self, meta: Any) -> Any:
         """A tensor with a TensorMeta's sizes, strides and offset, values as the problem's."""

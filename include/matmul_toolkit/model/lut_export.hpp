@@ -77,8 +77,8 @@ std::string inductor_template_id(const std::string& op_key);
 /// The table as JSON text: {key: [{"template_id", "BLOCK_M", "BLOCK_N", "BLOCK_K",
 /// "GROUP_M", "num_stages", "num_warps", "EVEN_K", "USE_FAST_ACCUM", "ACC_TYPE"}, ...]}.
 /// A problem Inductor may autotune in another form also gets that form's key
-/// (inductor_alternate_problems; EVEN_K for a padded K) unless another problem owns it. Throws core::InputError when
-/// two problems give the same key.
+/// (inductor_alternate_problems; EVEN_K for a padded K) unless another problem owns it.
+/// Throws core::InputError when two problems give the same key.
 std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                               const InductorLutOptions& options = {});
 
