@@ -18,15 +18,27 @@ torch::nn::Sequential small_net() {
     return torch::nn::Sequential(torch::nn::Linear(5, 8), torch::nn::ReLU(), torch::nn::Linear(8, 1));
 }
 
+/// A second network with the first one's weights.
+torch::nn::Sequential copy_of(const torch::nn::Sequential& net) {
+    auto copy = small_net();
+    torch::NoGradGuard no_grad;
+    auto from = net->parameters(), to = copy->parameters();
+    for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    return copy;
+}
+
+/// One step of MSE training (FlatAdam and LibTorch's Adam alike).
+template <class Optimizer>
+void train_step(torch::nn::Sequential& net, Optimizer& optimizer, const at::Tensor& x, const at::Tensor& y) {
+    optimizer.zero_grad();
+    torch::mse_loss(net->forward(x), y).backward();
+    optimizer.step();
+}
+
 TEST(FlatAdam, StepsLikeLibTorchsAdam) {
     torch::manual_seed(3);
     auto ours = small_net();
-    auto reference = small_net();
-    {
-        torch::NoGradGuard no_grad;
-        auto a = ours->parameters(), b = reference->parameters();
-        for (std::size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
-    }
+    auto reference = copy_of(ours);
     std::vector<at::Tensor> initial;
     for (const auto& p : ours->parameters()) initial.push_back(p.detach().clone());
     const double lr = 1e-2, weight_decay = 1e-3;
@@ -35,12 +47,8 @@ TEST(FlatAdam, StepsLikeLibTorchsAdam) {
     const auto x = torch::randn({16, 5});
     const auto y = torch::randn({16, 1});
     for (int step = 0; step < 5; ++step) {
-        flat.zero_grad();
-        torch::mse_loss(ours->forward(x), y).backward();
-        flat.step();
-        adam.zero_grad();
-        torch::mse_loss(reference->forward(x), y).backward();
-        adam.step();
+        train_step(ours, flat, x, y);
+        train_step(reference, adam, x, y);
     }
     const auto a = ours->parameters(), b = reference->parameters();
     ASSERT_EQ(a.size(), b.size());
@@ -55,24 +63,15 @@ TEST(FlatAdam, StepCountOnTheDeviceGivesTheSameSteps) {
     // steps, it must continue the same sequence (checked here on CPU tensors).
     torch::manual_seed(5);
     auto host = small_net();
-    auto device = small_net();
-    {
-        torch::NoGradGuard no_grad;
-        auto a = host->parameters(), b = device->parameters();
-        for (std::size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
-    }
+    auto device = copy_of(host);
     FlatAdam on_host(host->parameters(), 1e-2, 1e-3);
     FlatAdam on_device(device->parameters(), 1e-2, 1e-3);
     const auto x = torch::randn({16, 5});
     const auto y = torch::randn({16, 1});
     for (int step = 0; step < 6; ++step) {
         if (step == 2) on_device.keep_step_on_device();
-        on_host.zero_grad();
-        torch::mse_loss(host->forward(x), y).backward();
-        on_host.step();
-        on_device.zero_grad();
-        torch::mse_loss(device->forward(x), y).backward();
-        on_device.step();
+        train_step(host, on_host, x, y);
+        train_step(device, on_device, x, y);
     }
     const auto a = host->parameters(), b = device->parameters();
     for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-7)) << "parameter " << i;
