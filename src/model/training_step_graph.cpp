@@ -18,6 +18,9 @@ constexpr int kWarmupSteps = 3;
 
 struct TrainingStepGraph::Capture {
     at::cuda::CUDAGraph graph;
+    // One side stream for the warm-up and the capture: cuBLAS keeps a workspace per
+    // handle and stream, so the warm-up sets up the very stream the capture runs on.
+    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
     bool captured = false;
 };
 
@@ -59,12 +62,22 @@ void TrainingStepGraph::step(const at::Tensor& index) {
     // work is finished first and the side stream's before going back to it.
     torch::cuda::synchronize();
     {
-        const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
+        const c10::cuda::CUDAStreamGuard side(m_capture->side);
         if (m_steps < kWarmupSteps) {
             run_step();
         } else {
             m_capture->graph.capture_begin();
-            run_step();
+            try {
+                run_step();
+            } catch (...) {
+                // End the capture, so the stream and the allocator are left as they were and
+                // the step's own error is the one reported.
+                try {
+                    m_capture->graph.capture_end();
+                } catch (...) {
+                }
+                throw;
+            }
             m_capture->graph.capture_end();
             m_capture->captured = true;
         }
