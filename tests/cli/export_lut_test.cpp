@@ -16,6 +16,19 @@ namespace fs = std::filesystem;
 class ExportLutCli : public TinyModelCli<ExportLutCli> {
 public:
     static constexpr const char* kCommand = "export-lut";
+
+    struct Exported {
+        CliResult result;
+        nlohmann::json table;  ///< null when the command failed
+    };
+    /// Runs export-lut with --output DIR/FILE and reads the table it wrote.
+    Exported export_table(const std::string& file, std::vector<std::string> args) {
+        const auto output = *dir / file;
+        args.insert(args.end(), {"--output", output.string()});
+        Exported exported{run(args), nullptr};
+        if (exported.result.exit_code == 0) exported.table = nlohmann::json::parse(slurp(output));
+        return exported;
+    }
 };
 
 // Entries of one Inductor key that are ATen choices (addmm has two).
@@ -26,11 +39,9 @@ std::size_t aten_entries(const nlohmann::json& entries) {
 }
 
 TEST_F(ExportLutCli, InductorTableFromAShapeset) {
-    const auto output = *dir / "inductor.json";
-    const auto result = run({"--shapeset", example_shapeset(), "--top-k", "3", "--no-prune", "--output",
-                             output.string()});
+    const auto [result, table] = export_table(
+        "inductor.json", {"--shapeset", example_shapeset(), "--top-k", "3", "--no-prune"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
-    const auto table = nlohmann::json::parse(slurp(output));
     ASSERT_EQ(table.size(), 5u);
     // The shapeset's first problem: mm 128x128x128 float32, row-major operands.
     const std::string mm_key =
@@ -68,11 +79,9 @@ TEST_F(ExportLutCli, InductorTableFromAShapeset) {
 }
 
 TEST_F(ExportLutCli, DeviceKeyPrefixesEveryKey) {
-    const auto output = *dir / "device.json";
-    const auto result = run({"--shapeset", example_shapeset(), "--top-k", "1", "--output", output.string(),
-                             "--device-key", "NVIDIA H100 80GB HBM3"});
+    const auto [result, table] = export_table(
+        "device.json", {"--shapeset", example_shapeset(), "--top-k", "1", "--device-key", "NVIDIA H100 80GB HBM3"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
-    const auto table = nlohmann::json::parse(slurp(output));
     ASSERT_EQ(table.size(), 5u);
     for (const auto& [key, entries] : table.items()) {
         EXPECT_EQ(key.rfind("NVIDIA H100 80GB HBM3+((", 0), 0u) << key;
@@ -80,11 +89,9 @@ TEST_F(ExportLutCli, DeviceKeyPrefixesEveryKey) {
 }
 
 TEST_F(ExportLutCli, DiodeTableFromADatasetRanksItsMeasuredConfigs) {
-    const auto output = *dir / "diode.json";
-    const auto result = run({"--dataset", sample_dataset(), "--top-k", "2", "--lut-format", "diode",
-                             "--output", output.string()});
+    const auto [result, table] = export_table(
+        "diode.json", {"--dataset", sample_dataset(), "--top-k", "2", "--lut-format", "diode"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
-    const auto table = nlohmann::json::parse(slurp(output));
     const auto& ops = table.at("hardware").at("AMD EPYC").at("operation");
     ASSERT_EQ(ops.at("mm").at("solution").size(), 3u);
     ASSERT_EQ(ops.at("addmm").at("solution").size(), 1u);
@@ -99,11 +106,9 @@ TEST_F(ExportLutCli, DiodeTableFromADatasetRanksItsMeasuredConfigs) {
 }
 
 TEST_F(ExportLutCli, WithAtenATopOneTableOffersAtenBesideItsPick) {
-    const auto output = *dir / "with_aten.json";
-    const auto result = run({"--shapeset", example_shapeset(), "--top-k", "1", "--with-aten", "--no-prune",
-                             "--output", output.string()});
+    const auto [result, table] = export_table(
+        "with_aten.json", {"--shapeset", example_shapeset(), "--top-k", "1", "--with-aten", "--no-prune"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
-    const auto table = nlohmann::json::parse(slurp(output));
     ASSERT_EQ(table.size(), 5u);
     for (const auto& [key, entries] : table.items()) {
         const bool is_addmm = key.find("+alpha=1&beta=1+addmm") != std::string::npos;
