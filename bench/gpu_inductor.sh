@@ -39,6 +39,7 @@ step_build() {
     -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 ||
     { tail -30 "$out/configure.log"; return 1; }
   ninja -C "$build" -k 0 -j"$(nproc)" matmul_toolkit collect_bench collect_inductor_backend_test model_trainer_test \
+    model_training_step_graph_test \
     >"$out/build.log" 2>&1 ||
     { grep -E "error|FAILED" "$out/build.log" | head -30; status=1; }
 }
@@ -58,7 +59,8 @@ step_test() {
   timeout 400 python3 -m pytest -q -s tests/python/test_worker_gpu.py 2>&1 | tee "$out/test_worker_gpu.log" |
     grep -E "passed|failed|DEFAULT|configs:|skipped" || status=1
   local t
-  for t in tests/collect/collect_inductor_backend_test tests/model/model_trainer_test; do
+  for t in tests/collect/collect_inductor_backend_test tests/model/model_trainer_test \
+    tests/model/model_training_step_graph_test; do
     timeout 400 "$build/$t" >"$out/$(basename "$t").log" 2>&1 || status=1
     echo "$(basename "$t"): $(grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$out/$(basename "$t").log" | tr '\n' ' ')"
   done
@@ -121,14 +123,15 @@ step_repeats() {
 }
 
 # The models issue's speed row: deep model, 20 epochs, batch 64, on the shipped H200 native
-# dataset, wall time of the whole command on the GPU (steps replayed as a CUDA graph, then
-# launched one by one) and on the CPU cores, test metrics.
+# dataset, wall time of the whole command on the GPU (by default full batches replay one
+# captured CUDA-graph step; --no-cuda-graph launches every kernel from the host, the
+# previous version) and on the CPU cores, test metrics.
 step_train_speed() {
   local run device flags start
-  for run in cuda_graph cuda cpu; do
-    device=${run%_graph}
+  for run in cuda cuda_no_graph cpu; do
+    device=${run%_no_graph}
     flags=()
-    [[ $run == cuda_graph ]] && flags=(--cuda-graph)
+    [[ $run == cuda_no_graph ]] && flags=(--no-cuda-graph)
     start=$(date +%s%N)
     "$cli" --seed 42 --device "$device" train --dataset data/datasets/h200_default_lognormal.msgpack \
       --model-type deep --num-epochs 20 --patience 100 --batch-size 64 "${flags[@]}" --model "$out/deep_$run.pt" \
@@ -136,7 +139,7 @@ step_train_speed() {
     echo "train deep 20 epochs on $device ${flags[*]}: $((($(date +%s%N) - start) / 1000000)) ms wall; test:" \
       "$(grep -E "^overall" "$out/train_$run.log" | tail -1)" | tee -a "$out/train_speed.txt"
   done
-  rm -rf "$out"/deep_*.pt "$out"/train_cuda "$out"/train_cuda_graph "$out"/train_cpu
+  rm -rf "$out"/deep_*.pt "$out"/train_cuda "$out"/train_cuda_no_graph "$out"/train_cpu
 }
 
 # The shipped default model's export-lut tables (top-1 and top-5) against max-autotune, on

@@ -122,10 +122,14 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "CPU threads for training steps; 0: one per 512 rows of a batch (batch 64: one; more threads "
                    "only slow steps this small down, by 10x and more on a busy machine)")
         ->capture_default_str();
-    cmd.add_flag("--cuda-graph", o.cuda_graph,
-                 "On a GPU, capture one training step as a CUDA graph and replay it for every full batch "
-                 "instead of launching each step's ~300 kernels from the host (not with --ranking-weight; "
-                 "new, not yet measured on a GPU)");
+    // Graph steps are the default wherever they can run; the flags require or refuse them.
+    auto* graph = cmd.add_flag("--cuda-graph", o.cuda_graph,
+                               "Require CUDA-graph steps (an error where they cannot run). Without either flag a "
+                               "GPU run captures one training step as a CUDA graph and replays it for every full "
+                               "batch instead of launching each step's ~300 kernels from the host, except with "
+                               "--ranking-weight (batches of whole problems vary in size)");
+    cmd.add_flag("--no-cuda-graph", o.no_cuda_graph, "Launch every training step's kernels one by one from the host")
+        ->excludes(graph);
     cmd.add_option("--folds", o.folds,
                    "First estimate held-out quality by K-fold cross-validation by problem (per-fold and "
                    "pooled metrics, cv_metrics.json in --log-dir), then train and save the model as usual; "
@@ -168,7 +172,8 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.ensemble = o.ensemble;
     t.eval_every = o.eval_every;
     t.threads = o.threads;
-    t.cuda_graph = o.cuda_graph;
+    if (o.cuda_graph) t.cuda_graph = true;
+    if (o.no_cuda_graph) t.cuda_graph = false;
     if (o.folds == 1 || o.folds < 0) throw core::InputError("--folds", "must be 0 (off) or at least 2");
     if (o.tune < 0) throw core::InputError("--tune", "must be 0 (off) or a number of trials");
     if (o.tune > 0 && t.model.type != model::ModelType::base) {

@@ -43,6 +43,7 @@ struct TrainCliOptions {
     int eval_every = 1;
     int threads = 0;
     bool cuda_graph = false;
+    bool no_cuda_graph = false;
 };
 
 /// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,

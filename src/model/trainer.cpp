@@ -131,7 +131,7 @@ void validate_train_options(const TrainOptions& o) {
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
     if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
     if (o.threads < 0) throw core::InputError("--threads", "must be 0 (automatic) or more");
-    if (o.cuda_graph) {
+    if (o.cuda_graph.value_or(false)) {
 #ifndef MMT_TRAINING_CUDA_GRAPHS
         throw core::InputError("--cuda-graph", "this build's LibTorch has no CUDA (graphs need one)");
 #endif
@@ -235,7 +235,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     double last_val_loss = 0.0;
 #ifdef MMT_TRAINING_CUDA_GRAPHS
     std::unique_ptr<TrainingStepGraph> graphed;
-    if (device.is_cuda() && !ranking && options.cuda_graph && n >= batch)
+    if (device.is_cuda() && !ranking && options.cuda_graph.value_or(true) && n >= batch)
         graphed = std::make_unique<TrainingStepGraph>(net, optimizer, x_train, y_train, batch);
 #endif
 

@@ -107,6 +107,10 @@ TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
         {{"--dataset", testing::sample_dataset(), "--folds", "1"}, "error: --folds"},
         {{"--dataset", testing::sample_dataset(), "--ensemble", "0"}, "error: --ensemble"},
         {{"--dataset", testing::sample_dataset(), "--tune", "-2"}, "error: --tune"},
+        // Required graph steps where none can run (this CPU build), and both flags at once.
+        {{"--dataset", testing::sample_dataset(), "--cuda-graph"}, "error: --cuda-graph: "},
+        {{"--dataset", testing::sample_dataset(), "--cuda-graph", "--no-cuda-graph"},
+         "error: --cuda-graph excludes --no-cuda-graph"},
     };
     for (const auto& c : cases) {
         const auto r = train(c.args);

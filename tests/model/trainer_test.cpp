@@ -169,7 +169,7 @@ TEST(Trainer, BadInputIsAClearError) {
     options.threads = -1;
     EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
     options = small_options();
-    options.cuda_graph = true;  // on the CPU (and without a CUDA LibTorch) there are no graphs
+    options.cuda_graph = true;  // required: on the CPU (and without a CUDA LibTorch) there are no graphs
     EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
     options.device = "cuda";
     options.ranking_weight = 1.0;
@@ -274,7 +274,10 @@ TEST(Trainer, EvalEveryValidatesOnlyThoseEpochs) {
 
 // On a GPU the full batches replay one captured step (a CUDA graph); without dropout it
 // must train as the steps launched one by one do, deep model (BatchNorm) included, and the
-// same seed must give the same model.
+// same seed must give the same model. Step for step the two agree within 1e-4
+// (training_step_graph_test); over ~20 Adam steps rounding differences grow, most in the
+// eval-mode loss of the deep model through its BatchNorm statistics (0.6 % after one
+// epoch on an H200), hence the wider bound on the validation loss.
 TEST(Trainer, CudaGraphStepsTrainAsEagerSteps) {
     if (default_training_device() != "cuda") GTEST_SKIP() << "no CUDA device (or a LibTorch without CUDA)";
     const auto dataset = testing::synthetic_dataset(40, 8);  // ~3 full batches an epoch
@@ -296,7 +299,7 @@ TEST(Trainer, CudaGraphStepsTrainAsEagerSteps) {
             EXPECT_NEAR(graphed.history[e].train_loss, eager.history[e].train_loss,
                         1e-3 * std::max(1.0, eager.history[e].train_loss)) << to_string(type) << " epoch " << e + 1;
             EXPECT_NEAR(graphed.history[e].validation_loss, eager.history[e].validation_loss,
-                        1e-3 * std::max(1.0, eager.history[e].validation_loss)) << to_string(type) << " epoch " << e + 1;
+                        2e-2 * std::max(1.0, eager.history[e].validation_loss)) << to_string(type) << " epoch " << e + 1;
         }
         EXPECT_DOUBLE_EQ(graphed.history.back().validation_loss, again.history.back().validation_loss);
         EXPECT_LT(graphed.history.back().train_loss, graphed.history.front().train_loss) << to_string(type);

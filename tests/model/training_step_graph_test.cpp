@@ -1,0 +1,111 @@
+// TrainingStepGraph against the same steps launched one by one, on a GPU: after warm-up,
+// capture and replays the network (parameters and BatchNorm statistics) must be where the
+// eager steps put it, and dropout must draw new masks on every replay.
+
+#include "training_step_graph.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/nn/functional/loss.h>
+
+namespace mmt::model {
+namespace {
+
+constexpr int kInputs = 10;
+constexpr std::int64_t kRows = 200;
+constexpr std::int64_t kBatch = 64;
+
+ModelSpec deep_spec(double dropout_rate) {
+    ModelSpec spec;
+    spec.type = ModelType::deep;
+    spec.hidden_dim = 32;
+    spec.num_layers = 3;
+    spec.dropout_rate = dropout_rate;
+    return spec;
+}
+
+/// A second network with the first one's parameters and buffers.
+RuntimeNet copy_of(const RuntimeNet& net) {
+    RuntimeNet copy(net->spec(), kInputs);
+    copy->to(torch::kCUDA);
+    torch::NoGradGuard no_grad;
+    const auto from = net->state_dict(), to = copy->state_dict();
+    for (std::size_t i = 0; i < from.size(); ++i) to[i].second.copy_(from[i].second);
+    return copy;
+}
+
+/// The rows of each step: the same draws for both paths.
+std::vector<at::Tensor> batch_indices(int steps) {
+    torch::manual_seed(9);
+    std::vector<at::Tensor> indices;
+    for (int s = 0; s < steps; ++s) indices.push_back(torch::randperm(kRows, torch::kLong).slice(0, 0, kBatch).cuda());
+    return indices;
+}
+
+TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    torch::manual_seed(4);
+    RuntimeNet graphed_net(deep_spec(0.0), kInputs);
+    graphed_net->initialise(0.5);
+    graphed_net->to(torch::kCUDA);
+    RuntimeNet eager_net = copy_of(graphed_net);
+    graphed_net->train();
+    eager_net->train();
+    const auto x = torch::randn({kRows, kInputs}).cuda();
+    const auto y = torch::randn({kRows, 1}).cuda();
+
+    FlatAdam graphed_adam(graphed_net->parameters(), 3e-3, 1e-4);
+    FlatAdam eager_adam(eager_net->parameters(), 3e-3, 1e-4);
+    eager_adam.keep_step_on_device();  // the same bias-correction arithmetic on both sides
+    TrainingStepGraph graph(graphed_net, graphed_adam, x, y, kBatch);
+
+    const int steps = 8;  // 3 warm-up, the capture, 4 replays
+    at::Tensor eager_loss_sum = torch::zeros({}, x.options());
+    for (const auto& index : batch_indices(steps)) {
+        graph.step(index);
+        const auto xb = x.index_select(0, index), yb = y.index_select(0, index);
+        eager_adam.zero_grad();
+        const auto loss = torch::nn::functional::mse_loss(eager_net->forward(xb), yb);
+        loss.backward();
+        eager_adam.step();
+        eager_loss_sum += loss.detach() * static_cast<double>(kBatch);
+    }
+    EXPECT_NEAR(graph.loss_sum().item<double>(), eager_loss_sum.item<double>(), 1e-4 * eager_loss_sum.item<double>());
+    const auto a = graphed_net->state_dict(), b = eager_net->state_dict();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i].second.is_floating_point()) {
+            EXPECT_TRUE(torch::allclose(a[i].second, b[i].second, 1e-4, 1e-5))
+                << a[i].first << ": largest difference "
+                << (a[i].second - b[i].second).abs().max().item<double>();
+        } else {
+            EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first;  // num_batches_tracked
+        }
+    }
+}
+
+TEST(TrainingStepGraph, DropoutDrawsNewMasksOnEveryReplay) {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    torch::manual_seed(4);
+    RuntimeNet net(deep_spec(0.5), kInputs);
+    net->initialise(0.5);
+    net->to(torch::kCUDA);
+    net->train();
+    const auto x = torch::randn({kRows, kInputs}).cuda();
+    const auto y = torch::randn({kRows, 1}).cuda();
+    // A learning rate of 0 keeps the weights, and train-mode BatchNorm normalises by the
+    // batch, so the same rows give the same loss unless the dropout masks change.
+    FlatAdam adam(net->parameters(), 0.0, 0.0);
+    TrainingStepGraph graph(net, adam, x, y, kBatch);
+    const auto index = batch_indices(1).front();
+    std::vector<double> losses;
+    for (int s = 0; s < 7; ++s) {
+        graph.reset_loss_sum();
+        graph.step(index);
+        losses.push_back(graph.loss_sum().item<double>());
+    }
+    for (std::size_t s = 4; s < losses.size(); ++s) EXPECT_NE(losses[s], losses[s - 1]) << "replay " << s;
+}
+
+}  // namespace
+}  // namespace mmt::model
