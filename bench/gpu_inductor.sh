@@ -9,7 +9,8 @@
 #   bash bench/gpu_inductor.sh build_cli e2e_lognormal    # shipped model's tables vs max-autotune
 #   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
 # Collections stop cleanly (SIGINT, finished problems saved) after STEP_SECONDS (default 540)
-# and resume on the next call when their output file is in the work tree. Results, logs
+# and resume on the next call when their output file is in the work tree (exhaustive: or
+# in the build folder of a warm machine). Results, logs
 # and the datasets go to $OUT (default out/gpu). msgpack-cxx is taken from .deps/msgpack
 # when the machine has none (apt-get download libmsgpack-cxx-dev; dpkg -x ... .deps/msgpack).
 set -uo pipefail
@@ -87,8 +88,16 @@ step_collect() {
 # several workers share the GPU (their benchmarks take turns) and overlap their compiles.
 # A problem takes 4-7 minutes of a worker, and one interrupted is lost, so the step starts
 # problems only in its first EXHAUSTIVE_START_S seconds and lets them finish.
+# Consecutive calls on one warm machine finish the problems a call cut off from Triton's
+# cache in seconds, so the step collects into a copy in the (ignored) build folder: the
+# next call's work tree, which still holds the older file, does not replace it.
 step_exhaustive() {
-  collect_until_time collect_exhaustive "$exhaustive_data" --num-shapes "${EXHAUSTIVE_SHAPES:-30}" \
+  local data
+  data=$build/$(basename "$exhaustive_data")
+  if [[ ! -f $data && -f $exhaustive_data ]]; then
+    cp "$exhaustive_data" "$data" && cp "$exhaustive_data.meta.json" "$data.meta.json"
+  fi
+  collect_until_time collect_exhaustive "$data" --num-shapes "${EXHAUSTIVE_SHAPES:-30}" \
     --search-space EXHAUSTIVE --max-size 2048 --workers-per-device "${EXHAUSTIVE_WORKERS:-8}" --worker-timeout 3600 \
     --stop-after "${EXHAUSTIVE_START_S:-90}"
 }
