@@ -24,10 +24,26 @@ ModelSpec deep_spec(double dropout_rate) {
     return spec;
 }
 
+/// A deep network on the GPU in training mode, the same weights for the same dropout rate.
+RuntimeNet training_net(double dropout_rate) {
+    torch::manual_seed(4);
+    RuntimeNet net(deep_spec(dropout_rate), kInputs);
+    net->initialise(0.5);
+    net->to(torch::kCUDA);
+    net->train();
+    return net;
+}
+
+/// The training rows (features, targets) on the GPU.
+std::pair<at::Tensor, at::Tensor> training_rows() {
+    return {torch::randn({kRows, kInputs}).cuda(), torch::randn({kRows, 1}).cuda()};
+}
+
 /// A second network with the first one's parameters and buffers.
 RuntimeNet copy_of(const RuntimeNet& net) {
     RuntimeNet copy(net->spec(), kInputs);
     copy->to(torch::kCUDA);
+    copy->train();
     torch::NoGradGuard no_grad;
     const auto from = net->state_dict(), to = copy->state_dict();
     for (std::size_t i = 0; i < from.size(); ++i) to[i].second.copy_(from[i].second);
@@ -44,15 +60,9 @@ std::vector<at::Tensor> batch_indices(int steps) {
 
 TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-    torch::manual_seed(4);
-    RuntimeNet graphed_net(deep_spec(0.0), kInputs);
-    graphed_net->initialise(0.5);
-    graphed_net->to(torch::kCUDA);
+    RuntimeNet graphed_net = training_net(0.0);
     RuntimeNet eager_net = copy_of(graphed_net);
-    graphed_net->train();
-    eager_net->train();
-    const auto x = torch::randn({kRows, kInputs}).cuda();
-    const auto y = torch::randn({kRows, 1}).cuda();
+    const auto [x, y] = training_rows();
 
     FlatAdam graphed_adam(graphed_net->parameters(), 3e-3, 1e-4);
     FlatAdam eager_adam(eager_net->parameters(), 3e-3, 1e-4);
@@ -86,13 +96,8 @@ TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
 
 TEST(TrainingStepGraph, DropoutDrawsNewMasksOnEveryReplay) {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-    torch::manual_seed(4);
-    RuntimeNet net(deep_spec(0.5), kInputs);
-    net->initialise(0.5);
-    net->to(torch::kCUDA);
-    net->train();
-    const auto x = torch::randn({kRows, kInputs}).cuda();
-    const auto y = torch::randn({kRows, 1}).cuda();
+    RuntimeNet net = training_net(0.5);
+    const auto [x, y] = training_rows();
     // A learning rate of 0 keeps the weights, and train-mode BatchNorm normalises by the
     // batch, so the same rows give the same loss unless the dropout masks change.
     FlatAdam adam(net->parameters(), 0.0, 0.0);
