@@ -1,8 +1,12 @@
-// Ctrl-C: the handler raises a flag and leaves the process running; the old handler returns.
+// Ctrl-C: the handler raises a flag and leaves the process running; the old handler returns;
+// the same stop delivered twice is one stop, a later second one terminates.
 
 #include "matmul_toolkit/collect/interrupt.hpp"
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +36,32 @@ TEST(InterruptHandlerScope, SigintAndSigtermRaiseTheFlagInsteadOfKilling) {
         EXPECT_TRUE(interrupt_requested());
     }
     clear_interrupt();
+}
+
+// `timeout -s INT` signals its command and then the command's process group: the same
+// stop twice, microseconds apart. The run must go on to save its work and print its
+// summary, not die of the second one.
+TEST(InterruptHandlerScope, TheSameStopDeliveredTwiceRaisesTheFlagOnce) {
+    {
+        InterruptHandlerScope scope;
+        ::raise(SIGINT);
+        ::raise(SIGINT);
+        EXPECT_TRUE(interrupt_requested());
+    }
+    clear_interrupt();
+}
+
+// A later second Ctrl-C still kills a run that does not stop.
+TEST(InterruptHandlerScopeDeathTest, ALaterSecondSignalTerminates) {
+    EXPECT_EXIT(
+        {
+            InterruptHandlerScope scope;
+            ::raise(SIGINT);
+            ::usleep(300'000);
+            ::raise(SIGINT);
+            std::_Exit(0);  // not reached
+        },
+        ::testing::KilledBySignal(SIGINT), "");
 }
 
 TEST(InterruptHandlerScope, RestoresThePreviousHandler) {

@@ -14,7 +14,9 @@ void clear_interrupt();
 
 /// Installs the SIGINT / SIGTERM handlers for its lifetime and restores the previous ones
 /// afterwards. The first signal raises the flag; a second one gets the default action, so
-/// a stuck run can still be killed with another Ctrl-C.
+/// a stuck run can still be killed with another Ctrl-C. A second signal within 200 ms of
+/// the first is the same stop delivered twice (`timeout -s INT` signals the command and
+/// its process group) and is ignored.
 class InterruptHandlerScope {
 public:
     InterruptHandlerScope();
