@@ -29,31 +29,29 @@ mkdir -p "$out"
 status=0
 export PYTHONUNBUFFERED=1
 
-step_build() {
-  { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; nproc;
-    python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } |
-    tee "$out/machine.txt"
-  local prefix
-  prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-  [[ -d .deps/msgpack ]] && prefix="$prefix;$PWD/.deps/msgpack/usr"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-    -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 ||
-    { tail -30 "$out/configure.log"; return 1; }
-  ninja -C "$build" -k 0 -j"$(nproc)" matmul_toolkit collect_bench collect_inductor_backend_test model_trainer_test \
-    model_training_step_graph_test \
-    >"$out/build.log" 2>&1 ||
-    { grep -E "error|FAILED" "$out/build.log" | head -30; status=1; }
-}
-
-# The CLI alone (export-lut for the end-to-end runs).
-step_build_cli() {
+# Configures with the machine's torch LibTorch (and .deps/msgpack where present), then
+# builds the given targets; the first failure's lines go to stdout.
+build_targets() {
   local prefix
   prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   [[ -d .deps/msgpack ]] && prefix="$prefix;$PWD/.deps/msgpack/usr"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
     -DMMT_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
-  ninja -C "$build" -j"$(nproc)" matmul_toolkit >"$out/build.log" 2>&1 ||
+  ninja -C "$build" -k 0 -j"$(nproc)" "$@" >"$out/build.log" 2>&1 ||
     { grep -E "error|FAILED" "$out/build.log" | head -30; status=1; }
+}
+
+step_build() {
+  { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; nproc;
+    python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } |
+    tee "$out/machine.txt"
+  build_targets matmul_toolkit collect_bench collect_inductor_backend_test model_trainer_test \
+    model_training_step_graph_test
+}
+
+# The CLI alone (export-lut for the end-to-end runs).
+step_build_cli() {
+  build_targets matmul_toolkit
 }
 
 step_test() {
