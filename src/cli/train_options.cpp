@@ -108,8 +108,8 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
     cmd.add_option("--top-n-worst", o.top_n_worst, "Worst test predictions to list")->capture_default_str();
     cmd.add_option("--ranking-weight", o.ranking_weight,
                    "Weight of a within-problem term added to the MSE of ln time: each prediction's offset "
-                   "from its problem's mean against the measured offset (what ranking needs); batches then "
-                   "hold whole problems")
+                   "from its problem's mean against the measured offset (what ranking needs), rows batched "
+                   "problem by problem; 0: the MSE alone")
         ->capture_default_str();
     cmd.add_option("--ensemble", o.ensemble,
                    "Train this many networks (seeds seed, seed+1, ...) on the same split and save their "
@@ -126,8 +126,7 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
     auto* graph = cmd.add_flag("--cuda-graph", o.cuda_graph,
                                "Require CUDA-graph steps (an error where they cannot run). Without either flag a "
                                "GPU run captures one training step as a CUDA graph and replays it for every full "
-                               "batch instead of launching each step's ~300 kernels from the host, except with "
-                               "--ranking-weight (batches of whole problems vary in size)");
+                               "batch instead of launching each step's ~300 kernels from the host");
     cmd.add_flag("--no-cuda-graph", o.no_cuda_graph, "Launch every training step's kernels one by one from the host")
         ->excludes(graph);
     cmd.add_option("--folds", o.folds,

@@ -16,6 +16,7 @@
 #include "matmul_toolkit/model/features.hpp"
 #include "flat_adam.hpp"
 #include "predictor_impl.hpp"
+#include "training_step.hpp"
 #ifdef MMT_TRAINING_CUDA_GRAPHS
 #include "training_step_graph.hpp"
 #endif
@@ -80,18 +81,6 @@ FeatureRows build_rows(const std::vector<ProblemGroup>& problems, const std::vec
     return out;
 }
 
-/// Mean over the rows of the squared error of each prediction's offset from its problem's
-/// mean prediction against the measured offset: what ranking inside a problem needs, blind to
-/// how well the problem's overall scale is predicted. `group`: each row's problem, 0..groups-1.
-at::Tensor within_problem_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group,
-                               std::int64_t groups) {
-    const at::Tensor p = predicted.view({-1}), y = measured.view({-1});
-    const at::Tensor counts = torch::zeros({groups}, p.options()).index_add_(0, group, torch::ones_like(p));
-    const at::Tensor p_mean = torch::zeros({groups}, p.options()).index_add_(0, group, p) / counts;
-    const at::Tensor y_mean = torch::zeros({groups}, p.options()).index_add_(0, group, y) / counts;
-    return ((p - p_mean.index_select(0, group)) - (y - y_mean.index_select(0, group))).pow(2).mean();
-}
-
 void standardisation_stats(const FeatureRows& train, std::vector<float>& mean, std::vector<float>& std_dev) {
     const std::size_t width = num_features();
     std::vector<double> sum(width, 0.0), sum_sq(width, 0.0);
@@ -136,10 +125,6 @@ void validate_train_options(const TrainOptions& o) {
         throw core::InputError("--cuda-graph", "this build's LibTorch has no CUDA (graphs need one)");
 #endif
         if (o.device != "cuda") throw core::InputError("--cuda-graph", "replays steps on a GPU: use --device cuda");
-        if (o.ranking_weight > 0.0) {
-            throw core::InputError("--cuda-graph", "--ranking-weight's batches of whole problems vary in size; "
-                                                   "a graph replays one batch size");
-        }
     }
     if (o.ensemble > 1 && o.model.type != ModelType::base) {
         throw core::InputError("--ensemble", "averages base networks only (use --model-type base)");
@@ -235,8 +220,8 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     double last_val_loss = 0.0;
 #ifdef MMT_TRAINING_CUDA_GRAPHS
     std::unique_ptr<TrainingStepGraph> graphed;
-    if (device.is_cuda() && !ranking && options.cuda_graph.value_or(true) && n >= batch)
-        graphed = std::make_unique<TrainingStepGraph>(net, optimizer, x_train, y_train, batch);
+    if (device.is_cuda() && options.cuda_graph.value_or(true) && n >= batch)
+        graphed = std::make_unique<TrainingStepGraph>(net, optimizer, x_train, y_train, batch, options.ranking_weight);
 #endif
 
     for (int epoch = 1; epoch <= options.num_epochs; ++epoch) {
@@ -244,11 +229,11 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         net->train();
         // The permutation is drawn on the CPU generator (seeded above) on every device,
         // so a seed gives the same batches on CPU and GPU.
-        // With a ranking term every batch holds whole problems (shuffled problems, then
-        // their rows), so each problem's offsets are seen together.
+        // With a ranking term the rows come problem by problem (shuffled problems, then
+        // their rows), so a batch holds a few problems' configs side by side; batches are
+        // still cut every `batch` rows (the captured step needs one shape), so a problem at
+        // a cut is ranked in two parts. `row_group` numbers each row's problem within its batch.
         at::Tensor order, row_group;
-        std::vector<std::int64_t> batch_ends;
-        std::vector<std::int64_t> batch_groups;  // problems per batch, known here: no sync per step
         if (ranking) {
             const std::int64_t problems_in_split = static_cast<std::int64_t>(train.first_row.size()) - 1;
             const at::Tensor problem_order = torch::randperm(problems_in_split, torch::kLong);
@@ -256,26 +241,22 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             std::vector<std::int64_t> rows_in_order, groups_in_order;
             rows_in_order.reserve(train.rows);
             groups_in_order.reserve(train.rows);
-            std::int64_t group_in_batch = 0, batch_rows = 0;
+            std::int64_t group_in_batch = -1;
             for (std::int64_t i = 0; i < problems_in_split; ++i) {
+                ++group_in_batch;
                 for (std::int64_t r = train.first_row[po[i]]; r < train.first_row[po[i] + 1]; ++r) {
+                    if (static_cast<std::int64_t>(rows_in_order.size()) % batch == 0) group_in_batch = 0;
                     rows_in_order.push_back(r);
                     groups_in_order.push_back(group_in_batch);
-                }
-                batch_rows += train.first_row[po[i] + 1] - train.first_row[po[i]];
-                ++group_in_batch;
-                if (batch_rows >= batch || i + 1 == problems_in_split) {
-                    batch_ends.push_back(static_cast<std::int64_t>(rows_in_order.size()));
-                    batch_groups.push_back(group_in_batch);
-                    group_in_batch = batch_rows = 0;
                 }
             }
             order = torch::tensor(rows_in_order, torch::kLong).to(device);
             row_group = torch::tensor(groups_in_order, torch::kLong).to(device);
         } else {
             order = torch::randperm(n, torch::kLong).to(device);
-            for (std::int64_t end = batch; end < n + batch; end += batch) batch_ends.push_back(std::min(end, n));
         }
+        std::vector<std::int64_t> batch_ends;
+        for (std::int64_t end = batch; end < n + batch; end += batch) batch_ends.push_back(std::min(end, n));
         at::Tensor loss_sum = torch::zeros({}, x_train.options());
 #ifdef MMT_TRAINING_CUDA_GRAPHS
         if (graphed) graphed->reset_loss_sum();
@@ -295,23 +276,14 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             const at::Tensor index = order.slice(0, batch_start, end);
 #ifdef MMT_TRAINING_CUDA_GRAPHS
             if (graphed && end - batch_start == batch) {
-                graphed->step(index);
+                graphed->step(index, ranking ? row_group.slice(0, batch_start, end) : at::Tensor());
                 rows_used += batch;
                 continue;
             }
 #endif
-            const at::Tensor xb = x_train.index_select(0, index);
-            const at::Tensor yb = y_train.index_select(0, index);
-            optimizer.zero_grad();
-            const at::Tensor predicted = net->forward(xb);
-            at::Tensor loss = torch::nn::functional::mse_loss(predicted, yb);
-            if (ranking) {
-                const at::Tensor group = row_group.slice(0, batch_start, end);
-                loss = loss + options.ranking_weight * within_problem_loss(predicted, yb, group, batch_groups[b]);
-            }
-            loss.backward();
-            optimizer.step();
-            loss_sum += loss.detach() * static_cast<double>(end - batch_start);
+            const at::Tensor group = ranking ? row_group.slice(0, batch_start, end) : at::Tensor();
+            const at::Tensor loss = training_step(net, optimizer, x_train, y_train, index, group, options.ranking_weight);
+            loss_sum += loss * static_cast<double>(end - batch_start);
             rows_used += end - batch_start;
         }
         if (stop) {

@@ -4,7 +4,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
-#include <torch/nn/functional/loss.h>
 
 #include "matmul_toolkit/core/error.hpp"
 
@@ -25,11 +24,12 @@ struct TrainingStepGraph::Capture {
 };
 
 TrainingStepGraph::TrainingStepGraph(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
-                                     std::int64_t batch_rows)
+                                     std::int64_t batch_rows, double ranking_weight)
     : m_net(net), m_optimizer(optimizer), m_x(x), m_y(y), m_batch_rows(batch_rows),
-      m_capture(std::make_unique<Capture>()) {
+      m_ranking_weight(ranking_weight), m_capture(std::make_unique<Capture>()) {
     if (!x.is_cuda()) throw core::Error("training", "a CUDA-graph step needs the rows on a CUDA device");
     m_index = torch::zeros({batch_rows}, x.options().dtype(at::kLong));
+    m_group = torch::zeros({batch_rows}, x.options().dtype(at::kLong));
     m_loss_sum = torch::zeros({}, x.options());
     m_optimizer.keep_step_on_device();
 }
@@ -39,21 +39,20 @@ TrainingStepGraph::~TrainingStepGraph() = default;
 void TrainingStepGraph::reset_loss_sum() { m_loss_sum.zero_(); }
 
 void TrainingStepGraph::run_step() {
-    const at::Tensor xb = m_x.index_select(0, m_index);
-    const at::Tensor yb = m_y.index_select(0, m_index);
-    m_optimizer.zero_grad();
-    const at::Tensor loss = torch::nn::functional::mse_loss(m_net->forward(xb), yb);
-    loss.backward();
-    m_optimizer.step();
+    const at::Tensor loss = training_step(m_net, m_optimizer, m_x, m_y, m_index, m_group, m_ranking_weight);
     torch::NoGradGuard no_grad;
-    m_loss_sum.add_(loss.detach() * static_cast<double>(m_batch_rows));
+    m_loss_sum.add_(loss * static_cast<double>(m_batch_rows));
 }
 
-void TrainingStepGraph::step(const at::Tensor& index) {
+void TrainingStepGraph::step(const at::Tensor& index, const at::Tensor& group) {
     if (index.numel() != m_batch_rows) {
         throw core::Error("training", "a CUDA-graph step takes batches of " + std::to_string(m_batch_rows) + " rows");
     }
+    if (m_ranking_weight > 0.0 && (!group.defined() || group.numel() != m_batch_rows)) {
+        throw core::Error("training", "a CUDA-graph step with a ranking term needs each row's problem");
+    }
     m_index.copy_(index);
+    if (m_ranking_weight > 0.0) m_group.copy_(group);
     if (m_capture->captured) {
         m_capture->graph.replay();
         return;

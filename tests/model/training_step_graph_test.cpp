@@ -1,12 +1,12 @@
 // TrainingStepGraph against the same steps launched one by one, on a GPU: after warm-up,
 // capture and replays the network (parameters and BatchNorm statistics) must be where the
-// eager steps put it, and dropout must draw new masks on every replay.
+// eager steps put it, with and without the ranking term, and dropout must draw new masks on
+// every replay.
 
 #include "training_step_graph.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
-#include <torch/nn/functional/loss.h>
 
 namespace mmt::model {
 namespace {
@@ -58,8 +58,23 @@ std::vector<at::Tensor> batch_indices(int steps) {
     return indices;
 }
 
-TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+/// Each row's problem within a batch of kBatch rows: runs of 1 to 12 rows, as the trainer
+/// numbers them (0, 0, 0, 1, 1, ...), different for every step.
+std::vector<at::Tensor> batch_groups(int steps) {
+    torch::manual_seed(11);
+    std::vector<at::Tensor> groups;
+    for (int s = 0; s < steps; ++s) {
+        const auto runs = torch::randint(1, 13, {kBatch}, torch::kLong);
+        std::vector<std::int64_t> group;
+        for (std::int64_t g = 0; static_cast<std::int64_t>(group.size()) < kBatch; ++g)
+            group.insert(group.end(), static_cast<std::size_t>(runs[g].item<std::int64_t>()), g);
+        group.resize(kBatch);
+        groups.push_back(torch::tensor(group, torch::kLong).cuda());
+    }
+    return groups;
+}
+
+void expect_replays_match_eager_steps(double ranking_weight) {
     RuntimeNet graphed_net = training_net(0.0);
     RuntimeNet eager_net = copy_of(graphed_net);
     const auto [x, y] = training_rows();
@@ -67,18 +82,16 @@ TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
     FlatAdam graphed_adam(graphed_net->parameters(), 3e-3, 1e-4);
     FlatAdam eager_adam(eager_net->parameters(), 3e-3, 1e-4);
     eager_adam.keep_step_on_device();  // the same bias-correction arithmetic on both sides
-    TrainingStepGraph graph(graphed_net, graphed_adam, x, y, kBatch);
+    TrainingStepGraph graph(graphed_net, graphed_adam, x, y, kBatch, ranking_weight);
 
     const int steps = 8;  // 3 warm-up, the capture, 4 replays
+    const auto indices = batch_indices(steps);
+    const auto groups = batch_groups(steps);
     at::Tensor eager_loss_sum = torch::zeros({}, x.options());
-    for (const auto& index : batch_indices(steps)) {
-        graph.step(index);
-        const auto xb = x.index_select(0, index), yb = y.index_select(0, index);
-        eager_adam.zero_grad();
-        const auto loss = torch::nn::functional::mse_loss(eager_net->forward(xb), yb);
-        loss.backward();
-        eager_adam.step();
-        eager_loss_sum += loss.detach() * static_cast<double>(kBatch);
+    for (int s = 0; s < steps; ++s) {
+        graph.step(indices[s], groups[s]);
+        eager_loss_sum +=
+            training_step(eager_net, eager_adam, x, y, indices[s], groups[s], ranking_weight) * static_cast<double>(kBatch);
     }
     EXPECT_NEAR(graph.loss_sum().item<double>(), eager_loss_sum.item<double>(), 1e-4 * eager_loss_sum.item<double>());
     const auto a = graphed_net->state_dict(), b = eager_net->state_dict();
@@ -92,6 +105,16 @@ TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
             EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first;  // num_batches_tracked
         }
     }
+}
+
+TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    expect_replays_match_eager_steps(0.0);
+}
+
+TEST(TrainingStepGraph, ReplaysRankingStepToWhereEagerStepsGo) {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    expect_replays_match_eager_steps(3.0);
 }
 
 TEST(TrainingStepGraph, DropoutDrawsNewMasksOnEveryReplay) {

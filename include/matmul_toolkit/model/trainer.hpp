@@ -44,8 +44,9 @@ struct TrainOptions {
     bool vendor_rows = false;
     /// Weight of the within-problem term (each prediction's offset from its problem's mean
     /// against the measured offset) added to the MSE of ln time; 0 trains on the MSE alone.
-    /// Above 0 every batch holds whole problems (at least batch_size rows).
-    double ranking_weight = 0.0;
+    /// Above 0 the rows are batched problem by problem. 1 by default: on the H200 Inductor
+    /// data it lifts held-out top-1 (5-fold, 6 seeds, ensembles of 3: 0.869 against 0.862).
+    double ranking_weight = 1.0;
     /// Networks trained with seeds seed, seed + 1, ... on the same split and averaged in
     /// log space into one network (base models only).
     int ensemble = 1;
@@ -56,7 +57,7 @@ struct TrainOptions {
     int threads = 0;
     /// Capture a training step as a CUDA graph once and replay it for every full batch
     /// (3.5x faster for the deep model on an H200). Unset: wherever it can be (a CUDA
-    /// build, device cuda, no ranking_weight, whose batches vary in size); true: required
+    /// build, device cuda); true: required
     /// (core::InputError where it cannot be); false: steps launched one by one.
     std::optional<bool> cuda_graph;
     /// The split to use instead of split_by_problem (cross-validation folds).

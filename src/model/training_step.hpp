@@ -1,0 +1,28 @@
+#pragma once
+// One training step, the same code whether the trainer runs it eagerly or a CUDA graph
+// captured it once (training_step_graph.hpp).
+
+#include <cstdint>
+
+#include <torch/types.h>
+
+#include "flat_adam.hpp"
+#include "networks.hpp"
+
+namespace mmt::model {
+
+/// Mean over the rows of the squared error of each prediction's offset from its problem's
+/// mean prediction against the measured offset: what ranking inside a problem needs, blind to
+/// how well the problem's overall scale is predicted. `group`: each row's problem, 0..groups-1
+/// (numbers without rows are allowed: `groups` is only an upper bound).
+at::Tensor within_problem_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group,
+                               std::int64_t groups);
+
+/// Gathers the rows `index` of `x` and `y`, and minimises the MSE of ln time plus
+/// `ranking_weight` × within_problem_loss over `group` (the rows' problems, numbered within
+/// the batch; unused when the weight is 0): zero_grad, forward, backward, optimizer step.
+/// Returns the batch's mean loss, detached, on the device (no host sync).
+at::Tensor training_step(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
+                         const at::Tensor& index, const at::Tensor& group, double ranking_weight);
+
+}  // namespace mmt::model

@@ -1,0 +1,83 @@
+// The training step the eager loop and the CUDA graph share (CPU here; the graph's replays
+// against it are in training_step_graph_test.cpp).
+
+#include "training_step.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/nn/functional/loss.h>
+
+namespace mmt::model {
+namespace {
+
+TEST(WithinProblemLoss, IgnoresEachProblemsOwnOffset) {
+    const auto measured = torch::tensor({1.0f, 2.0f, 4.0f, 0.5f, 0.7f});
+    const auto group = torch::tensor({0, 0, 0, 1, 1}, torch::kLong);
+    // The right order and spacing inside each problem, each problem shifted as a whole.
+    const auto shifted = measured + torch::tensor({3.0f, 3.0f, 3.0f, -2.0f, -2.0f});
+    EXPECT_NEAR(within_problem_loss(shifted, measured, group, 2).item<double>(), 0.0, 1e-6);
+    // Swapping two configs of problem 0 costs: offsets (-4/3, -1/3, 5/3) against (-1/3, -4/3, 5/3).
+    const auto swapped = torch::tensor({2.0f, 1.0f, 4.0f, 0.5f, 0.7f});
+    EXPECT_NEAR(within_problem_loss(swapped, measured, group, 2).item<double>(), 2.0 / 5.0, 1e-6);
+}
+
+TEST(WithinProblemLoss, MoreGroupNumbersThanProblemsChangeNothing) {
+    // The trainer passes the batch size as the bound; numbers without rows must not turn
+    // into 0 / 0 in the value or the gradient.
+    const auto measured = torch::tensor({1.0f, 2.0f, 4.0f, 0.5f, 0.7f});
+    const auto group = torch::tensor({0, 0, 0, 1, 1}, torch::kLong);
+    const auto predicted = torch::tensor({1.5f, 1.0f, 3.0f, 0.9f, 0.2f}, torch::requires_grad());
+    const auto exact = within_problem_loss(predicted, measured, group, 2);
+    const auto bounded = within_problem_loss(predicted, measured, group, 64);
+    EXPECT_FLOAT_EQ(exact.item<float>(), bounded.item<float>());
+    bounded.backward();
+    EXPECT_TRUE(torch::isfinite(predicted.grad()).all().item<bool>());
+}
+
+TEST(TrainingStep, WithoutRankingWeightIsOneMseStep) {
+    ModelSpec spec;
+    spec.hidden_dims = {8};
+    spec.dropout_rate = 0.0;
+    torch::manual_seed(3);
+    RuntimeNet net(spec, 4);
+    net->train();
+    const auto x = torch::randn({10, 4}), y = torch::randn({10, 1});
+    const auto index = torch::tensor({1, 3, 5, 7}, torch::kLong);
+    at::Tensor expected;
+    {
+        torch::NoGradGuard no_grad;
+        expected = torch::nn::functional::mse_loss(net->forward(x.index_select(0, index)), y.index_select(0, index));
+    }
+    const auto before = net->parameters().front().detach().clone();
+    FlatAdam adam(net->parameters(), 1e-2, 0.0);
+    const auto loss = training_step(net, adam, x, y, index, at::Tensor(), 0.0);
+    EXPECT_FALSE(loss.requires_grad());
+    EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-6);
+    EXPECT_FALSE(torch::equal(before, net->parameters().front()));  // the step moved the weights
+}
+
+TEST(TrainingStep, RankingWeightAddsTheWithinProblemTerm) {
+    ModelSpec spec;
+    spec.hidden_dims = {8};
+    spec.dropout_rate = 0.0;
+    const auto x = torch::randn({6, 4}), y = torch::randn({6, 1});
+    const auto index = torch::tensor({0, 1, 2, 3, 4, 5}, torch::kLong);
+    const auto group = torch::tensor({0, 0, 0, 1, 1, 1}, torch::kLong);
+    double losses[2];
+    for (int with_ranking = 0; with_ranking < 2; ++with_ranking) {
+        torch::manual_seed(3);
+        RuntimeNet net(spec, 4);
+        net->train();
+        FlatAdam adam(net->parameters(), 1e-2, 0.0);
+        losses[with_ranking] = training_step(net, adam, x, y, index, group, with_ranking ? 2.0 : 0.0).item<double>();
+    }
+    torch::manual_seed(3);
+    RuntimeNet net(spec, 4);
+    net->train();
+    torch::NoGradGuard no_grad;
+    const auto ranking = within_problem_loss(net->forward(x), y, group, 6).item<double>();
+    EXPECT_GT(ranking, 0.0);
+    EXPECT_NEAR(losses[1], losses[0] + 2.0 * ranking, 1e-5);
+}
+
+}  // namespace
+}  // namespace mmt::model
