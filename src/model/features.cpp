@@ -73,30 +73,33 @@ double log2d(double value) { return std::log2(value); }
 enum ProblemFeature : std::size_t {
     kOpMm, kOpAddmm, kOpBmm, kATransposed, kBTransposed, kDtypeSize, kDtypeFloat16,
     kDtypeBfloat16, kDtypeFloat32, kLog2B, kLog2M, kLog2N, kLog2K, kLog2Flops, kLog2Bytes,
-    kLog2ArithmeticIntensity, kNumProblemFeatures
+    kLog2ArithmeticIntensity, kLog2ARowAlignment, kLog2BRowAlignment, kNumProblemFeatures
 };
 
 const std::vector<std::string> kProblemFeatureNames = {
     "op_mm", "op_addmm", "op_bmm", "a_transposed", "b_transposed", "dtype_size",
     "dtype_float16", "dtype_bfloat16", "dtype_float32", "log2_B", "log2_M", "log2_N",
-    "log2_K", "log2_flops", "log2_bytes", "log2_arithmetic_intensity",
+    "log2_K", "log2_flops", "log2_bytes", "log2_arithmetic_intensity", "log2_a_row_alignment",
+    "log2_b_row_alignment",
 };
 
 enum ConfigFeature : std::size_t {
     kLog2BlockM, kLog2BlockN, kLog2BlockK, kLog2GroupM, kNumStages, kLog2NumWarps,
-    kLog2AccumulatorsPerThread, kLog2TileIntensity, kEvenK, kAllowTf32, kLog2Tiles, kLog2Waves,
-    kLastWaveUtilisation, kMnPaddingWaste, kKPaddingWaste, kLog2KIterations, kLog2SmemBytesPerCta,
-    kLog2PaddedFlops, kSmemFraction, kLog2CtasPerSm, kLog2ResidentWaves, kNumConfigFeatures
+    kLog2AccumulatorsPerThread, kLog2TileIntensity, kLog2LoadsPerThread, kEvenK, kAllowTf32, kLog2Tiles,
+    kLog2Waves, kLastWaveUtilisation, kMnPaddingWaste, kKPaddingWaste, kLog2KIterations,
+    kLog2SmemBytesPerCta, kLog2PaddedFlops, kSmemFraction, kLog2CtasPerSm, kLog2ResidentWaves,
+    kLog2SerialIterations, kLog2LoadInstructionsPerThread, kLog2StagedLoadRegisters, kNumConfigFeatures
 };
-/// kLog2BlockM .. kLog2TileIntensity: what is_config_only_feature() reports.
+/// kLog2BlockM .. kLog2LoadsPerThread: what is_config_only_feature() reports.
 constexpr std::size_t kNumConfigOnlyFeatures = kEvenK;
 
 const std::vector<std::string> kConfigFeatureNames = {
     "log2_block_m", "log2_block_n", "log2_block_k", "log2_group_m", "num_stages",
-    "log2_num_warps", "log2_accumulators_per_thread", "log2_tile_intensity", "even_k", "allow_tf32",
-    "log2_tiles", "log2_waves", "last_wave_utilisation", "mn_padding_waste", "k_padding_waste",
-    "log2_k_iterations", "log2_smem_bytes_per_cta", "log2_padded_flops", "smem_fraction",
-    "log2_ctas_per_sm", "log2_resident_waves",
+    "log2_num_warps", "log2_accumulators_per_thread", "log2_tile_intensity", "log2_loads_per_thread",
+    "even_k", "allow_tf32", "log2_tiles", "log2_waves", "last_wave_utilisation", "mn_padding_waste",
+    "k_padding_waste", "log2_k_iterations", "log2_smem_bytes_per_cta", "log2_padded_flops", "smem_fraction",
+    "log2_ctas_per_sm", "log2_resident_waves", "log2_serial_iterations", "log2_load_instructions_per_thread",
+    "log2_staged_load_registers",
 };
 
 // Occupancy is estimated against Hopper's limits (the GPUs the shipped data comes from):
@@ -119,6 +122,38 @@ const std::array<double, kWarpsPerSm + 1> kLog2Ctas = [] {
 /// fp32 accumulator elements each thread holds: block_m · block_n / (32 · num_warps).
 double accumulators_per_thread(std::int64_t block_m, std::int64_t block_n, int num_warps) {
     return static_cast<double>(block_m) * static_cast<double>(block_n) / (32.0 * num_warps);
+}
+
+/// Operand elements each thread loads per K step: (bm + bn) · bk / (32 · num_warps). Rows
+/// that are not 16-byte aligned are loaded element by element, so this count, not the bytes,
+/// sets the pace of misaligned problems.
+double loads_per_thread(std::int64_t block_m, std::int64_t block_n, std::int64_t block_k, int num_warps) {
+    return static_cast<double>(block_m + block_n) * static_cast<double>(block_k) / (32.0 * num_warps);
+}
+
+/// Alignment in bytes (1 .. 16) of the rows of an operand whose leading stride is
+/// `stride` elements: what decides whether Triton loads 16-byte vectors.
+double row_alignment(std::int64_t stride, int dtype_size) {
+    const std::int64_t bytes = stride * dtype_size;
+    std::int64_t alignment = 1;
+    while (alignment < 16 && bytes % (alignment * 2) == 0) alignment *= 2;
+    return static_cast<double>(alignment);
+}
+
+/// Load instructions each thread issues per K step: the tiles' elements over the elements one
+/// instruction moves (the rows' alignment allows wider loads).
+double load_instructions_per_thread(double a_elements, double b_elements, double a_vector, double b_vector,
+                                    double threads) {
+    return (a_elements / a_vector + b_elements / b_vector) / threads;
+}
+
+/// 32-bit registers per thread that hold loads in flight: operands whose rows are too
+/// misaligned for cp.async go through registers, num_stages - 1 K steps ahead. Plus one, so
+/// that the aligned case (none) has a logarithm.
+double staged_load_registers(double a_elements, double b_elements, bool a_async, bool b_async, int num_stages,
+                             int dtype_size, double threads) {
+    const double staged = (a_async ? 0.0 : a_elements) + (b_async ? 0.0 : b_elements);
+    return 1.0 + staged * (num_stages - 1) * dtype_size / 4.0 / threads;
 }
 
 /// FLOPs per element loaded into shared memory per K step: 2 · bm · bn / (bm + bn).
@@ -196,7 +231,7 @@ ProblemFeatures::ProblemFeatures(const std::string& op_key, const core::MMShape&
                                  int parallel_units)
     : m_problem(kNumProblemFeatures, 0.0f), m_b(shape.B), m_m(shape.M), m_n(shape.N),
       m_k(shape.K), m_parallel_units(parallel_units) {
-    static_assert(kNumProblemFeatures == 16, "keep the enum and the name list in step");
+    static_assert(kNumProblemFeatures == 18, "keep the enum and the name list in step");
     const auto [op, layout] = core::parse_op_key(op_key);
     const std::string subject = "problem " + op_key;
     require_positive(shape.B, "B", subject);
@@ -233,6 +268,15 @@ ProblemFeatures::ProblemFeatures(const std::string& op_key, const core::MMShape&
     f[kLog2Flops] = static_cast<float>(log2d(flops));
     f[kLog2Bytes] = static_cast<float>(log2d(bytes));
     f[kLog2ArithmeticIntensity] = static_cast<float>(log2d(flops / bytes));
+    // Row-major A (M x K) has rows K apart, transposed M; row-major B (K x N) N, transposed K.
+    f[kLog2ARowAlignment] = static_cast<float>(log2d(row_alignment(layout[0] == 't' ? shape.M : shape.K, m_dtype_size)));
+    f[kLog2BRowAlignment] = static_cast<float>(log2d(row_alignment(layout[1] == 't' ? shape.K : shape.N, b_size)));
+    const double a_alignment = row_alignment(layout[0] == 't' ? shape.M : shape.K, m_dtype_size);
+    const double b_alignment = row_alignment(layout[1] == 't' ? shape.K : shape.N, b_size);
+    m_a_vector = std::max(1.0, a_alignment / m_dtype_size);
+    m_b_vector = std::max(1.0, b_alignment / b_size);
+    m_a_async = a_alignment >= 4;
+    m_b_async = b_alignment >= 4;
 }
 
 void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
@@ -261,6 +305,7 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
     const double accumulators = accumulators_per_thread(bm, bn, config.num_warps);
     f[kLog2AccumulatorsPerThread] = static_cast<float>(log2d(accumulators));
     f[kLog2TileIntensity] = static_cast<float>(log2d(tile_intensity(bm, bn)));
+    f[kLog2LoadsPerThread] = static_cast<float>(log2d(loads_per_thread(bm, bn, bk, config.num_warps)));
     f[kEvenK] = config.even_k ? 1.0f : 0.0f;
     f[kAllowTf32] = config.allow_tf32 ? 1.0f : 0.0f;
     f[kLog2Tiles] = static_cast<float>(log2d(tiles));
@@ -277,6 +322,14 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
     f[kSmemFraction] = static_cast<float>(smem / kSmemPerBlock);
     f[kLog2CtasPerSm] = static_cast<float>(log2d(ctas));
     f[kLog2ResidentWaves] = static_cast<float>(log2d(tiles / (units * ctas)));
+    f[kLog2SerialIterations] =
+        static_cast<float>(log2d(std::ceil(tiles / (units * ctas)) * static_cast<double>(k_iterations)));
+    const double a_elements = static_cast<double>(bm * bk), b_elements = static_cast<double>(bk * bn);
+    const double threads = 32.0 * config.num_warps;
+    f[kLog2LoadInstructionsPerThread] = static_cast<float>(
+        log2d(load_instructions_per_thread(a_elements, b_elements, m_a_vector, m_b_vector, threads)));
+    f[kLog2StagedLoadRegisters] = static_cast<float>(log2d(staged_load_registers(
+        a_elements, b_elements, m_a_async, m_b_async, config.num_stages, m_dtype_size, threads)));
 }
 
 bool is_config_only_feature(std::size_t index) {
@@ -310,7 +363,7 @@ struct Axis {
 }  // namespace
 
 SpaceFeatures::SpaceFeatures(const std::vector<core::GemmConfig>& configs) {
-    static_assert(kNumConfigFeatures == 21, "keep the enum and the name list in step");
+    static_assert(kNumConfigFeatures == 25, "keep the enum and the name list in step");
     m_configs.reserve(configs.size());
     for (const auto& c : configs) {
         require_positive_fields(c);
@@ -327,11 +380,17 @@ SpaceFeatures::SpaceFeatures(const std::vector<core::GemmConfig>& configs) {
         p.accumulators = accumulators_per_thread(c.block_m, c.block_n, c.num_warps);
         p.fixed[kLog2AccumulatorsPerThread] = static_cast<float>(log2d(p.accumulators));
         p.fixed[kLog2TileIntensity] = static_cast<float>(log2d(tile_intensity(c.block_m, c.block_n)));
+        p.fixed[kLog2LoadsPerThread] =
+            static_cast<float>(log2d(loads_per_thread(c.block_m, c.block_n, c.block_k, c.num_warps)));
         p.num_warps = c.num_warps;
         p.smem_elements = static_cast<double>((static_cast<std::int64_t>(c.block_m) + c.block_n) * c.block_k *
                                               c.num_stages);
         p.log2_smem_elements = log2d(static_cast<double>((static_cast<std::int64_t>(c.block_m) + c.block_n) *
                                                          c.block_k * c.num_stages));
+        p.a_elements = static_cast<double>(c.block_m) * c.block_k;
+        p.b_elements = static_cast<double>(c.block_k) * c.block_n;
+        p.threads = 32.0 * c.num_warps;
+        p.num_stages = c.num_stages;
         m_configs.push_back(p);
     }
 }
@@ -373,10 +432,18 @@ void SpaceFeatures::write_config_part(const ProblemFeatures& problem, bool allow
         const double smem = c.smem_elements * problem.m_dtype_size;
         // CTAs per SM is a small whole number (at most 64 / num_warps): its logarithm comes
         // from a table, keeping a problem free of logarithms per config.
-        const double log2_ctas = kLog2Ctas[static_cast<std::size_t>(ctas_per_sm(smem, c.num_warps, c.accumulators))];
+        const double ctas = ctas_per_sm(smem, c.num_warps, c.accumulators);
+        const double log2_ctas = kLog2Ctas[static_cast<std::size_t>(ctas)];
         f[kSmemFraction] = static_cast<float>(smem / kSmemPerBlock);
         f[kLog2CtasPerSm] = static_cast<float>(log2_ctas);
         f[kLog2ResidentWaves] = static_cast<float>(log2_tiles - log2_units - log2_ctas);
+        f[kLog2SerialIterations] =
+            static_cast<float>(log2d(std::ceil(tiles / (units * ctas))) + k.log2_tiles[c.k]);
+        f[kLog2LoadInstructionsPerThread] = static_cast<float>(log2d(load_instructions_per_thread(
+            c.a_elements, c.b_elements, problem.m_a_vector, problem.m_b_vector, c.threads)));
+        f[kLog2StagedLoadRegisters] = static_cast<float>(log2d(staged_load_registers(
+            c.a_elements, c.b_elements, problem.m_a_async, problem.m_b_async, c.num_stages, problem.m_dtype_size,
+            c.threads)));
     }
 }
 

@@ -83,6 +83,38 @@ TEST(Features, AddmmTransposedBMatchesHandComputedValues) {
     EXPECT_FLOAT_EQ(f["log2_smem_bytes_per_cta"], static_cast<float>(std::log2(36864.0)));
     // 2·128·256·320 = 20,971,520 = 1.25·2^24
     EXPECT_FLOAT_EQ(f["log2_padded_flops"], static_cast<float>(24.0 + std::log2(1.25)));
+    // A's rows (K = 300 halves, 600 bytes) and B's (transposed: K too) are 8-byte aligned:
+    // 4 elements a load, and cp.async copies them (no loads staged in registers)
+    EXPECT_FLOAT_EQ(f["log2_a_row_alignment"], 3.0f);
+    EXPECT_FLOAT_EQ(f["log2_b_row_alignment"], 3.0f);
+    EXPECT_FLOAT_EQ(f["log2_loads_per_thread"], static_cast<float>(std::log2(48.0)));  // (64 + 128)·32 / 128
+    EXPECT_FLOAT_EQ(f["log2_load_instructions_per_thread"], static_cast<float>(std::log2(12.0)));  // 48 / 4
+    EXPECT_FLOAT_EQ(f["log2_staged_load_registers"], 0.0f);
+    // 4 tiles, 4 CTAs an SM (registers: 4 warps of 64 + 40): one round of 10 K steps
+    EXPECT_FLOAT_EQ(f["log2_serial_iterations"], static_cast<float>(std::log2(10.0)));
+}
+
+// mm bfloat16 321x241x3241: A's rows are 6482 bytes apart, B's 482: both only 2-byte
+// aligned, so every element is its own load and the loads go through registers, num_stages - 1
+// K steps ahead.
+TEST(Features, MisalignedRowsLoadElementByElement) {
+    const auto shape = core::make_shape(1, 321, 241, 3241, "bfloat16");
+    auto f = named(compute_features("mm", shape, config(64, 64, 128, 8, 5, 4), 132));
+    EXPECT_FLOAT_EQ(f["log2_a_row_alignment"], 1.0f);
+    EXPECT_FLOAT_EQ(f["log2_b_row_alignment"], 1.0f);
+    // (64·128 + 128·64) / 128 threads, one element each
+    EXPECT_FLOAT_EQ(f["log2_loads_per_thread"], 7.0f);
+    EXPECT_FLOAT_EQ(f["log2_load_instructions_per_thread"], 7.0f);
+    // 16384 elements · 4 stages ahead · 2 bytes / 4 bytes a register / 128 threads = 256, plus 1
+    EXPECT_FLOAT_EQ(f["log2_staged_load_registers"], static_cast<float>(std::log2(257.0)));
+    // 6·4 = 24 tiles, one CTA an SM (160 KiB of shared memory): one round of 26 K steps
+    EXPECT_FLOAT_EQ(f["log2_serial_iterations"], static_cast<float>(std::log2(26.0)));
+    // One stage loads nothing ahead.
+    auto single = named(compute_features("mm", shape, config(64, 64, 128, 8, 1, 4), 132));
+    EXPECT_FLOAT_EQ(single["log2_staged_load_registers"], 0.0f);
+    // With 4 SMs the 24 tiles take 6 rounds.
+    auto few_sms = named(compute_features("mm", shape, config(64, 64, 128, 8, 5, 4), 4));
+    EXPECT_FLOAT_EQ(few_sms["log2_serial_iterations"], static_cast<float>(std::log2(6.0 * 26.0)));
 }
 
 // bmm B=4 M=N=K=256 bfloat16, layout tn, 128x128x64, evenly dividing, 8 SMs: 4·2·2 = 16
@@ -177,7 +209,8 @@ TEST(SpaceFeatures, MatchPerConfigFeaturesOfTheSpecialisedConfigs) {
     const Case cases[] = {{"mm", core::make_shape(1, 4096, 4096, 1024, "float16"), 132, false},
                           {"addmm_nt", core::make_shape(1, 100, 200, 300, "bfloat16"), 114, false},
                           {"bmm_tn", core::make_shape(12, 77, 1, 4097, "float32"), 132, true},
-                          {"mm", core::make_shape(1, 1, 50000, 64, "float32"), 1, false}};
+                          {"mm", core::make_shape(1, 1, 50000, 64, "float32"), 1, false},
+                          {"mm_tt", core::make_shape(1, 321, 241, 3241, "bfloat16"), 132, false}};
     const std::size_t width = num_config_features();
     for (const auto& c : cases) {
         const ProblemFeatures problem(c.op_key, c.shape, c.units);
@@ -216,7 +249,7 @@ TEST(SpaceFeatures, ConfigOnlyFeaturesDoNotDependOnTheProblem) {
             EXPECT_EQ(a[at], b[at]) << feature_names()[j];
         }
     }
-    EXPECT_EQ(config_only, 8u);
+    EXPECT_EQ(config_only, 9u);
     EXPECT_FALSE(is_config_only_feature(0));
     EXPECT_THROW(SpaceFeatures({config(16, 16, 0, 8, 1, 4)}), core::InputError);
 }

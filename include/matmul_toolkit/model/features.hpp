@@ -60,10 +60,15 @@ private:
     std::int64_t m_b, m_m, m_n, m_k;
     int m_dtype_size;
     int m_parallel_units;
+    /// Elements per load instruction of A and B (their rows' alignment over the element size).
+    double m_a_vector = 1, m_b_vector = 1;
+    /// Whether A's and B's rows allow cp.async (4-byte alignment at least), which copies to
+    /// shared memory without staging the loads in registers.
+    bool m_a_async = true, m_b_async = true;
 };
 
 /// True for the features that depend on the config alone (log2 of its block sizes and
-/// group_m, num_stages, log2 num_warps, accumulators per thread, tile intensity): the same
+/// group_m, num_stages, log2 num_warps, accumulators per thread, tile intensity, loads per thread): the same
 /// value for every problem.
 bool is_config_only_feature(std::size_t index);
 
@@ -86,11 +91,14 @@ public:
 private:
     struct PerConfig {
         std::uint32_t m, n, k;  ///< indices into the distinct block sizes
-        float fixed[8];         ///< the config-only features
+        float fixed[9];         ///< the config-only features
         double accumulators;    ///< fp32 accumulators per thread
         int num_warps;
         double smem_elements;   ///< (block_m + block_n) · block_k · num_stages
         double log2_smem_elements;  ///< log2((block_m + block_n) · block_k · num_stages)
+        double a_elements, b_elements;  ///< block_m · block_k and block_k · block_n
+        double threads;                 ///< 32 · num_warps
+        int num_stages;
     };
     std::vector<PerConfig> m_configs;
     std::vector<std::int64_t> m_block_m, m_block_n, m_block_k;  ///< distinct values
