@@ -274,14 +274,14 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
                 break;
             }
             const at::Tensor index = order.slice(0, batch_start, end);
+            const at::Tensor group = ranking ? row_group.slice(0, batch_start, end) : at::Tensor();
 #ifdef MMT_TRAINING_CUDA_GRAPHS
             if (graphed && end - batch_start == batch) {
-                graphed->step(index, ranking ? row_group.slice(0, batch_start, end) : at::Tensor());
+                graphed->step(index, group);
                 rows_used += batch;
                 continue;
             }
 #endif
-            const at::Tensor group = ranking ? row_group.slice(0, batch_start, end) : at::Tensor();
             const at::Tensor loss = training_step(net, optimizer, x_train, y_train, index, group, options.ranking_weight);
             loss_sum += loss * static_cast<double>(end - batch_start);
             rows_used += end - batch_start;
