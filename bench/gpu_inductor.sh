@@ -5,6 +5,7 @@
 #   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes)
 #   bash bench/gpu_inductor.sh speed speed_exhaustive     # seconds per GEMM: ours vs max-autotune
 #   bash bench/gpu_inductor.sh train_speed                # deep model, 20 epochs: GPU and all CPU cores
+#                                                         #   (TRAIN_FLAGS adds train options, e.g. --ranking-weight 1)
 #   bash bench/gpu_inductor.sh repeats                    # do 10 timed runs rank as Inductor's 100?
 #   bash bench/gpu_inductor.sh build_cli e2e_lognormal    # shipped model's tables vs max-autotune
 #   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
@@ -141,9 +142,9 @@ step_train_speed() {
     [[ $run == cuda_no_graph ]] && flags=(--no-cuda-graph)
     start=$(date +%s%N)
     "$cli" --seed 42 --device "$device" train --dataset data/datasets/h200_default_lognormal.msgpack \
-      --model-type deep --num-epochs 20 --patience 100 --batch-size 64 "${flags[@]}" --model "$out/deep_$run.pt" \
+      --model-type deep --num-epochs 20 --patience 100 --batch-size 64 "${flags[@]}" ${TRAIN_FLAGS:-} --model "$out/deep_$run.pt" \
       --log-dir "$out/train_$run" >"$out/train_$run.log" 2>&1 || status=1
-    echo "train deep 20 epochs on $device ${flags[*]}: $((($(date +%s%N) - start) / 1000000)) ms wall; test:" \
+    echo "train deep 20 epochs on $device ${flags[*]} ${TRAIN_FLAGS:-}: $((($(date +%s%N) - start) / 1000000)) ms wall; test:" \
       "$(grep -E "^overall" "$out/train_$run.log" | tail -1)" | tee -a "$out/train_speed.txt"
   done
   rm -rf "$out"/deep_*.pt "$out"/train_cuda "$out"/train_cuda_no_graph "$out"/train_cpu

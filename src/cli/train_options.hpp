@@ -36,7 +36,7 @@ struct TrainCliOptions {
     std::string log_dir = "logs";
     int top_n_worst = 10;
     bool no_vendor_rows = false;
-    double ranking_weight = 1.0;
+    double ranking_weight = 0.0;
     int ensemble = 1;
     int folds = 0;
     int tune = 0;

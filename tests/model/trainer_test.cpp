@@ -295,13 +295,14 @@ TEST(Trainer, CudaGraphStepsTrainAsEagerSteps) {
         options.cuda_graph = false;
         const auto eager = train_model(dataset, "synthetic", options);
         ASSERT_EQ(graphed.history.size(), eager.history.size());
+        const std::string run = to_string(type) + " ranking weight " + std::to_string(ranking_weight);
         for (std::size_t e = 0; e < eager.history.size(); ++e) {
             EXPECT_NEAR(graphed.history[e].train_loss, eager.history[e].train_loss,
-                        1e-3 * std::max(1.0, eager.history[e].train_loss)) << to_string(type) << " epoch " << e + 1;
+                        1e-3 * std::max(1.0, eager.history[e].train_loss)) << run << " epoch " << e + 1;
             EXPECT_NEAR(graphed.history[e].validation_loss, eager.history[e].validation_loss,
-                        2e-2 * std::max(1.0, eager.history[e].validation_loss)) << to_string(type) << " epoch " << e + 1;
+                        2e-2 * std::max(1.0, eager.history[e].validation_loss)) << run << " epoch " << e + 1;
         }
-        EXPECT_DOUBLE_EQ(graphed.history.back().validation_loss, again.history.back().validation_loss);
+        EXPECT_DOUBLE_EQ(graphed.history.back().validation_loss, again.history.back().validation_loss) << run;
         EXPECT_LT(graphed.history.back().train_loss, graphed.history.front().train_loss) << to_string(type);
     }
 }
