@@ -269,10 +269,10 @@ ProblemFeatures::ProblemFeatures(const std::string& op_key, const core::MMShape&
     f[kLog2Bytes] = static_cast<float>(log2d(bytes));
     f[kLog2ArithmeticIntensity] = static_cast<float>(log2d(flops / bytes));
     // Row-major A (M x K) has rows K apart, transposed M; row-major B (K x N) N, transposed K.
-    f[kLog2ARowAlignment] = static_cast<float>(log2d(row_alignment(layout[0] == 't' ? shape.M : shape.K, m_dtype_size)));
-    f[kLog2BRowAlignment] = static_cast<float>(log2d(row_alignment(layout[1] == 't' ? shape.K : shape.N, b_size)));
     const double a_alignment = row_alignment(layout[0] == 't' ? shape.M : shape.K, m_dtype_size);
     const double b_alignment = row_alignment(layout[1] == 't' ? shape.K : shape.N, b_size);
+    f[kLog2ARowAlignment] = static_cast<float>(log2d(a_alignment));
+    f[kLog2BRowAlignment] = static_cast<float>(log2d(b_alignment));
     m_a_vector = std::max(1.0, a_alignment / m_dtype_size);
     m_b_vector = std::max(1.0, b_alignment / b_size);
     m_a_async = a_alignment >= 4;

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include <torch/cuda.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 

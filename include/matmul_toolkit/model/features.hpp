@@ -68,8 +68,8 @@ private:
 };
 
 /// True for the features that depend on the config alone (log2 of its block sizes and
-/// group_m, num_stages, log2 num_warps, accumulators per thread, tile intensity, loads per thread): the same
-/// value for every problem.
+/// group_m, num_stages, log2 num_warps, accumulators per thread, tile intensity, loads per
+/// thread): the same value for every problem.
 bool is_config_only_feature(std::size_t index);
 
 /// A config space prepared for computing the config part of many problems' feature rows:
