@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
             row("--eval-every 5", options);
             options = {};
             options.ranking_weight = 1.0;
-            row("--ranking-weight 1 (whole problems per batch)", options);
+            row("--ranking-weight 1 (rows batched problem by problem)", options);
             options = {};
             options.ensemble = 3;
             row("--ensemble 3", options);
