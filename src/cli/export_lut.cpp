@@ -74,9 +74,10 @@ struct ExportLutOptions {
                        "Inductor keys start with this device name (as torch reports it), "
                        "e.g. \"NVIDIA H100 80GB HBM3\"");
         cmd.add_flag("--with-aten", with_aten,
-                     "Inductor tables: offer the ATen choice beside a top-1 pick too, so Inductor "
-                     "times the two and keeps the faster (tables of two or more configs always "
-                     "offer it)");
+                     "Inductor tables: the --top-k best kernel configs and the ATen choice, so "
+                     "Inductor times them and keeps the fastest, also where the model ranks ATen "
+                     "first (without it a top-1 table holds the pick alone; tables of two or more "
+                     "configs always offer ATen)");
     }
 };
 
@@ -94,6 +95,10 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
     return backend;
 }
 
+/// With --with-aten one config more is ranked, so that top-k kernel configs remain where
+/// ATen ranks among them (model::kernel_configs_and_vendor).
+std::size_t ranked_per_problem(const ExportLutOptions& o) { return o.with_aten ? o.top_k + 1 : o.top_k; }
+
 std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
                                                 const model::Predictor& predictor,
                                                 const GlobalOptions& global) {
@@ -110,7 +115,8 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
     std::vector<model::RankedProblem> ranked;
     for (const auto& entry : shapeset.operations) {
         for (const auto& shape : entry.shapes) {
-            ranked.push_back({predictor.info().hardware_name, entry.op, shape, ranker.top_k(entry.op, shape, o.top_k)});
+            ranked.push_back({predictor.info().hardware_name, entry.op, shape,
+                              ranker.top_k(entry.op, shape, ranked_per_problem(o))});
         }
     }
     return ranked;
@@ -136,7 +142,7 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
         const int units = model::lookup_hardware(group.hardware).parallel_units;
         ranked.push_back({group.hardware, group.op_key, group.shape,
                           model::top_k_configs(predictor, group.op_key, group.shape, configs,
-                                               o.top_k, units)});
+                                               ranked_per_problem(o), units)});
     }
     return ranked;
 }
@@ -159,8 +165,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto predictor = model::Predictor::load(model_path, resolved_device(global));
-    const auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path)
-                                           : rank_shapeset(o, predictor, global);
+    auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
+    if (o.with_aten) {
+        for (auto& problem : ranked) problem.configs = model::kernel_configs_and_vendor(problem.configs, o.top_k);
+    }
     model::write_lookup_table(o.output, ranked, format, lut);
 
     std::size_t entries = 0;

@@ -173,6 +173,17 @@ std::vector<InductorProblem> inductor_alternate_problems(const std::string& op_k
     return forms;
 }
 
+std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConfig>& ranked, std::size_t count) {
+    std::vector<RankedConfig> kept;
+    std::size_t kernels = 0;
+    for (const auto& r : ranked) {
+        if (kernels == count) break;
+        if (!collect::is_reference_config(r.config)) ++kernels;
+        kept.push_back(r);
+    }
+    return kept;
+}
+
 std::string inductor_template_id(const std::string& op_key) {
     return core::parse_op_key(op_key).first == "bmm" ? "triton::bmm" : "triton::mm";
 }

@@ -114,11 +114,9 @@ TEST_F(ExportLutCli, WithAtenATopOneTableOffersAtenBesideItsPick) {
         const bool is_addmm = key.find("+alpha=1&beta=1+addmm") != std::string::npos;
         const std::size_t aten = aten_entries(entries);
         EXPECT_EQ(aten, is_addmm ? 2u : 1u) << key;
-        // The pick comes first: a Triton config followed by ATen, or ATen alone when it is the pick.
-        EXPECT_LE(entries.size() - aten, 1u) << key;
-        if (entries.size() > aten) {
-            EXPECT_EQ(entries.front().at("template_id").get<std::string>().rfind("triton::", 0), 0u) << key;
-        }
+        // One Triton config, the model's best-ranked kernel config, beside ATen: also where
+        // the model ranks ATen first.
+        EXPECT_EQ(entries.size() - aten, 1u) << key;
     }
 }
 

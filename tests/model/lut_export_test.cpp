@@ -145,6 +145,30 @@ TEST(InductorLut, TheVendorEntryBecomesInductorsAtenChoice) {
               nlohmann::json::parse(R"([{"template_id": "aten::bmm"}])"));
 }
 
+// --with-aten tables: the first k kernel configs, and ATen where it ranks among them.
+TEST(InductorLut, KernelConfigsAndVendorKeepKKernelConfigs) {
+    core::GemmConfig aten;
+    aten.name = "aten_mm";
+    aten.block_m = aten.block_n = aten.block_k = aten.group_m = aten.num_stages = aten.num_warps = 1;
+    core::GemmConfig a, b, c;
+    a.name = "a";
+    b.name = "b";
+    c.name = "c";
+    auto names = [](const std::vector<RankedConfig>& ranked) {
+        std::vector<std::string> out;
+        for (const auto& r : ranked) out.push_back(r.config.name);
+        return out;
+    };
+    using Names = std::vector<std::string>;
+    // ATen ranked first: the best kernel config joins it.
+    EXPECT_EQ(names(kernel_configs_and_vendor({{aten, 1}, {a, 2}, {b, 3}}, 1)), (Names{"aten_mm", "a"}));
+    // ATen after the k-th kernel config: left out (the table adds it anyway).
+    EXPECT_EQ(names(kernel_configs_and_vendor({{a, 1}, {aten, 2}}, 1)), (Names{"a"}));
+    EXPECT_EQ(names(kernel_configs_and_vendor({{a, 1}, {aten, 2}, {b, 3}, {c, 4}}, 2)), (Names{"a", "aten_mm", "b"}));
+    // Fewer candidates than k: all of them.
+    EXPECT_EQ(names(kernel_configs_and_vendor({{aten, 1}, {a, 2}}, 3)), (Names{"aten_mm", "a"}));
+}
+
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {
     InductorLutOptions from_hardware;
     from_hardware.include_device = true;

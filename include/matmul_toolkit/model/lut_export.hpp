@@ -4,6 +4,7 @@
 /// "[device+]input_key+[scalars+]op" → list of template configs) and torch-diode's Table
 /// (hardware → operation → problem → ordered configs). Plain C++ over JSON text.
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -27,6 +28,12 @@ struct RankedProblem {
     std::vector<RankedConfig> configs;
 };
 
+/// The first `count` kernel configs of a best-first ranking, and the vendor entry (aten_*)
+/// where it ranks before the last of them: what a --with-aten table offers. Given a ranking
+/// of count + 1 configs, `count` kernel configs remain even where ATen ranks first, so
+/// Inductor times the best kernel config against ATen instead of trusting an ATen pick.
+std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConfig>& ranked, std::size_t count);
+
 enum class LutFormat { inductor, diode };
 
 /// "inductor" | "diode"; throws core::InputError("--lut-format", ...) otherwise.
@@ -39,8 +46,9 @@ struct InductorLutOptions {
     /// The device name for the keys; empty: each problem's hardware name.
     std::string device_name;
     /// Offer Inductor's ATen choice in every table, a one-config table too: Inductor then
-    /// times the model's pick against ATen (compiling the pick, as it would anyway) and
-    /// keeps the faster. Without it ATen joins tables of two or more configs only.
+    /// times the model's kernel pick against ATen (compiling the pick, as it would anyway)
+    /// and keeps the faster (with kernel_configs_and_vendor, also where the model ranks ATen
+    /// first). Without it ATen joins tables of two or more configs only.
     bool with_aten = false;
 };
 
