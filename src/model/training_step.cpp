@@ -6,17 +6,16 @@ namespace mmt::model {
 
 at::Tensor within_problem_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group,
                                std::int64_t groups) {
-    const at::Tensor p = predicted.view({-1}), y = measured.view({-1});
+    // (p - mean p) - (y - mean y) is the error p - y less its problem's mean error.
+    const at::Tensor error = predicted.view({-1}) - measured.view({-1});
     // Sums per problem as products with the rows × groups membership matrix, not index_add_:
     // on a GPU its atomic adds sum in a different order every run (and so does the backward
     // of index_select), and Adam turns that noise in near-zero gradients (biases ahead of a
     // BatchNorm) into whole steps, so graph and eager steps, or two runs, would drift apart.
     const at::Tensor member =
-        (group.view({-1, 1}) == torch::arange(groups, group.options()).view({1, -1})).to(p.scalar_type());
+        (group.view({-1, 1}) == torch::arange(groups, group.options()).view({1, -1})).to(error.scalar_type());
     const at::Tensor counts = member.sum(0).clamp_min(1.0);
-    const at::Tensor p_mean = member.matmul(member.t().matmul(p) / counts);
-    const at::Tensor y_mean = member.matmul(member.t().matmul(y) / counts);
-    return ((p - p_mean) - (y - y_mean)).pow(2).mean();
+    return (error - member.matmul(member.t().matmul(error) / counts)).pow(2).mean();
 }
 
 at::Tensor training_step(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
