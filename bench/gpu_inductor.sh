@@ -3,7 +3,8 @@
 #   bash bench/gpu_inductor.sh build test                 # build the CLI, run the real-worker and GPU training tests
 #   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset (resumes)
 #   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes)
-#   bash bench/gpu_inductor.sh speed speed_exhaustive     # seconds per GEMM: ours vs max-autotune
+#   bash bench/gpu_inductor.sh speed speed_exhaustive     # seconds per GEMM: ours vs max-autotune (DEFAULT);
+#                                                         #   EXHAUSTIVE on one worker and on two
 #   bash bench/gpu_inductor.sh train_speed                # deep model, 20 epochs: GPU and all CPU cores
 #                                                         #   (TRAIN_FLAGS adds train options, e.g. --ranking-weight 1)
 #   bash bench/gpu_inductor.sh repeats                    # do 10 timed runs rank as Inductor's 100?
@@ -97,7 +98,7 @@ step_exhaustive() {
     cp "$exhaustive_data" "$data" && cp "$exhaustive_data.meta.json" "$data.meta.json"
   fi
   collect_until_time collect_exhaustive "$data" --num-shapes "${EXHAUSTIVE_SHAPES:-30}" \
-    --search-space EXHAUSTIVE --max-size 2048 --workers-per-device "${EXHAUSTIVE_WORKERS:-8}" --worker-timeout 3600 \
+    --search-space EXHAUSTIVE --max-size 2048 --workers-per-device "${EXHAUSTIVE_WORKERS:-2}" --worker-timeout 3600 \
     --stop-after "${EXHAUSTIVE_START_S:-90}"
 }
 
@@ -108,10 +109,25 @@ step_speed() {
     --max-autotune bench/max_autotune_time.py 2>"$out/speed.log" | tee "$out/speed.txt" || status=1
 }
 
+# EXHAUSTIVE: one worker's latency per problem (collect_bench; SPEED_SHAPES=0 skips it), then collect's throughput
+# with EXHAUSTIVE_WORKERS (default 2) workers on the GPU, whose compiles overlap each
+# other's benchmarking; both with empty Triton and Inductor caches. SPEED_STOP_AFTER=S
+# starts no problem after S seconds, so none is cut off by STEP_SECONDS.
 step_speed_exhaustive() {
-  "$build/bench/collect_bench" --backend inductor --search-space EXHAUSTIVE --log-normal "${SPEED_SHAPES:-2}" \
-    --seed 1234 --max-autotune bench/max_autotune_time.py 2>"$out/speed_exhaustive.log" |
-    tee "$out/speed_exhaustive.txt" || status=1
+  if [[ ${SPEED_SHAPES:-2} -gt 0 ]]; then
+    "$build/bench/collect_bench" --backend inductor --search-space EXHAUSTIVE --log-normal "${SPEED_SHAPES:-2}" \
+      --seed 1234 2>"$out/speed_exhaustive.log" | tee "$out/speed_exhaustive.txt" || status=1
+  fi
+  local caches
+  caches=$(mktemp -d)
+  TRITON_CACHE_DIR=$caches/triton TORCHINDUCTOR_CACHE_DIR=$caches/inductor timeout -s INT "$step_seconds" \
+    "$cli" --seed 1234 --format msgpack collect --backend inductor --quiet --log-normal --ops mm addmm bmm \
+    --dtypes bfloat16 --num-shapes "${EXHAUSTIVE_SHAPES:-6}" --search-space EXHAUSTIVE --max-size 2048 \
+    --workers-per-device "${EXHAUSTIVE_WORKERS:-2}" --output "$out/speed_exhaustive.msgpack" \
+    ${SPEED_STOP_AFTER:+--stop-after "$SPEED_STOP_AFTER"} \
+    >"$out/speed_exhaustive_collect.txt" 2>>"$out/speed_exhaustive.log" || status=1
+  tee -a "$out/speed_exhaustive.txt" <"$out/speed_exhaustive_collect.txt"
+  rm -rf "$caches"
 }
 
 # Fewer timed runs per config: the same problems collected with Inductor's benchmark count

@@ -26,6 +26,7 @@ import time
 from typing import Any, Callable, Iterator, Optional
 
 from .choices import AUTOTUNED_OPS, config_from_choice, template_of
+from .parallel_compile import ParallelCompiler, compile_processes
 
 # Relative error (Frobenius norm) a correct kernel stays under, by operand dtype; int8
 # (int32 sums of small integers) must be exact.
@@ -36,6 +37,10 @@ ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1}
 # compiles what is left at each choice's first benchmark, one at a time. EXHAUSTIVE's
 # hundreds of choices take minutes, longer with several workers per GPU sharing the cores.
 PRECOMPILE_TIMEOUT_S = 1800
+
+# Below this many Triton choices (DEFAULT has tens) Inductor's own precompile is quick
+# enough; above it (EXHAUSTIVE: hundreds) they are compiled on the process pool first.
+PARALLEL_COMPILE_MIN_CHOICES = 64
 
 PROTOCOL_FIELDS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps",
                    "even_k", "allow_tf32", "use_fast_accum", "acc_type")
@@ -145,6 +150,7 @@ class InductorMeasurer:
         self._problem: dict[str, Any] = {}
         self._shared_memory_limit = int(torch.cuda.get_device_properties(self.device).shared_memory_per_block_optin)
         self._benchmark_lock = BenchmarkLock(benchmark_lock_path(device_index))
+        self._compiler = ParallelCompiler(compile_processes(), PRECOMPILE_TIMEOUT_S)
         self._install_hooks()
 
     # -- hello ---------------------------------------------------------------------------
@@ -230,6 +236,7 @@ class InductorMeasurer:
             # (benchmark_choice records it).
             if measurer._recorder is not None:
                 choices = [c for c in choices if not measurer._exceeds_shared_memory(c)]
+                choices = measurer._compile_in_processes(choices)
             return original_make_precompile_fn(self, choices, *args, **kwargs)
 
         def precompile(choice: Any) -> Any:
@@ -260,6 +267,26 @@ class InductorMeasurer:
         select_algorithm.TritonTemplateCaller.precompile = precompile
         selector.make_precompile_fn = make_precompile_fn
         select_algorithm.add_feedback_saver(feedback)
+
+    def _compile_in_processes(self, choices: list[Any]) -> list[Any]:
+        """Compiles the Triton choices into Triton's cache on the process pool when there
+        are enough to pay for it (parallel_compile.py); returns the choices left for
+        Inductor's own precompile: the others and those the pool did not compile."""
+        jobs: dict[int, tuple[str, str]] = {}
+        for choice in choices:
+            request = getattr(choice, "bmreq", None)
+            path, name = getattr(request, "module_path", None), getattr(request, "kernel_name", None)
+            if type(choice).__name__ == "TritonTemplateCaller" and path and name:
+                jobs[id(choice)] = (str(path), str(name))
+        if len(jobs) < PARALLEL_COMPILE_MIN_CHOICES or self._compiler.processes < 2:
+            return choices
+        start = time.perf_counter()
+        outcome = self._compiler.compile(list(jobs.values()))
+        failed = [error for error in outcome.values() if error]
+        print(f"matmul_toolkit_inductor: {len(outcome) - len(failed)} of {len(outcome)} kernels compiled "
+              f"on {self._compiler.processes} processes in {time.perf_counter() - start:.1f} s"
+              + (f"; left to Inductor: {len(failed)}, e.g. {failed[0]}" if failed else ""), file=sys.stderr)
+        return [c for c in choices if id(c) not in jobs or outcome[jobs[id(c)]]]
 
     def _exceeds_shared_memory(self, choice: Any) -> str:
         """Why a Triton mm/bmm template choice cannot launch for lack of shared memory, or ''."""
@@ -568,8 +595,9 @@ def compile_threads() -> int:
     More starts its process pool, which compiles in parallel but leaves every kernel to be
     compiled again here at its first benchmark: DEFAULT (H200) 4-10 s a problem against
     3-9.5 s on threads; EXHAUSTIVE (H100, fp32 addmm) 2-6.7 s a choice at its benchmark, one
-    problem unfinished after 433 s. The threads serialise on Python's lock, so EXHAUSTIVE
-    collections overlap problems instead (collect --workers-per-device)."""
+    problem unfinished after 433 s. The threads serialise on Python's lock, so EXHAUSTIVE's
+    many choices are compiled on this package's own process pool first
+    (parallel_compile.py)."""
     override = os.environ.get("MMT_INDUCTOR_COMPILE_THREADS")
     return max(1, int(override)) if override else 1
 

@@ -92,9 +92,10 @@ void add_measurement_options(CLI::App& cmd, CollectCliOptions& o) {
     cmd.add_option("--devices", o.devices,
                    "Measure with one worker process per device: 0,1,... or all (on cpu: that many workers)");
     cmd.add_option("--workers-per-device", o.workers_per_device,
-                   "Inductor backend: worker processes per GPU. Their Triton compiles (CPU-bound, one "
-                   "core each) overlap; their benchmarks take turns, so no two time kernels at once. "
-                   "For EXHAUSTIVE's hundreds of compiles a problem, e.g. half the CPU cores")
+                   "Inductor backend: worker processes per GPU. Each compiles EXHAUSTIVE's hundreds of "
+                   "Triton choices a problem on a pool of 2 x cores / (workers in all) processes "
+                   "(MMT_INDUCTOR_COMPILE_PROCESSES overrides); their benchmarks take turns, so one "
+                   "worker compiles while another times kernels, never two at once. For EXHAUSTIVE, e.g. 2")
         ->capture_default_str();
     cmd.add_option("--backend", o.backend,
                    "cpu, native (the built-in CUDA kernels) or inductor (Inductor's Triton templates in a Python "
@@ -213,6 +214,13 @@ int run_inductor_collection(const CollectCliOptions& o, const collect::CollectOp
             benchmark_locks.devices = devices;
             ::setenv("MMT_INDUCTOR_BENCHMARK_LOCK", benchmark_locks.base.c_str(), 1);
         }
+        // Each worker compiles EXHAUSTIVE's kernels on a process pool (parallel_compile.py).
+        // A worker compiles about half the time and benchmarks the other half, so each gets
+        // twice its share of the cores. A value the user set is kept.
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const int compile_processes =
+            std::clamp(2 * cores / static_cast<int>(pool.devices.size()), 1, cores);
+        ::setenv("MMT_INDUCTOR_COMPILE_PROCESSES", std::to_string(compile_processes).c_str(), 0);
         inductor.device_index = pool.devices.front();
         pool.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--device", "cuda",
                         "--log-level", global.log_level, "collect-worker", "--backend", "inductor",

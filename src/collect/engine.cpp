@@ -556,9 +556,17 @@ std::string format_summary(const CollectionSummary& s) {
     const double rate = s.wall_seconds > 0 ? static_cast<double>(s.configs_timed) / s.wall_seconds : 0.0;
     const double share = s.wall_seconds > 0 ? 100.0 * s.timed_kernel_seconds / s.wall_seconds : 0.0;
     std::snprintf(line, sizeof line,
-                  "  time: %.2f s wall, %.1f configs/s, %.1f %% of wall time inside timed kernel runs\n",
+                  "  time: %.2f s wall, %.1f configs/s, %.1f %% of wall time inside timed kernel runs",
                   s.wall_seconds, rate, share);
     out << line;
+    if (s.problems_collected > 0) {
+        // Wall time over the problems this run finished: with several workers, the
+        // throughput per GEMM rather than any one problem's latency.
+        std::snprintf(line, sizeof line, "; %.2f s per GEMM collected",
+                      s.wall_seconds / static_cast<double>(s.problems_collected));
+        out << line;
+    }
+    out << "\n";
     for (const auto& failure : s.worker_failures) out << "  worker failure: " << failure << "\n";
     for (const auto& file : s.files) out << "  file: " << file.string() << "\n";
     return out.str();

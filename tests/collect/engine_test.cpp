@@ -366,6 +366,7 @@ TEST(FormatSummary, ReportsCountsReasonsAndThroughput) {
     EXPECT_NE(text.find("pruned 6: too big"), std::string::npos) << text;
     EXPECT_NE(text.find("failed 4: wrong result"), std::string::npos) << text;
     EXPECT_NE(text.find("15.0 configs/s, 75.0 % of wall time"), std::string::npos) << text;
+    EXPECT_NE(text.find("; 1.00 s per GEMM collected"), std::string::npos) << text;
 }
 
 // Forwards to the CPU backend and records what the engine hands Backend::plan().
