@@ -56,6 +56,7 @@ public:
                 throw core::InputError(file.string(), "cannot resume from this file (" + e.detail() +
                                                           "); move it away to start afresh");
             }
+            check_same_measurement(file);
             last_file_problems = data.num_problems();
             all.merge(data);
             m_files.push_back(file);
@@ -103,6 +104,38 @@ public:
     const core::Dataset& in_memory() const { return m_current->get_dataset(); }
 
 private:
+    // A resumed file must hold times taken the same way as this run's: the sidecar's run
+    // settings that decide a time (backend, GPU, space, timing) must match. A file without a
+    // sidecar, or a setting only one side records, is taken as it is, except the inductor
+    // backend's timing method: files timed before it was recorded differ from today's.
+    void check_same_measurement(const std::filesystem::path& file) const {
+        const auto meta = core::load_meta_sidecar(file);
+        if (!meta.contains("run") || !meta["run"].is_object()) return;
+        const auto& old_run = meta["run"];
+        for (const char* key : {"backend", "hardware", "search_mode", "search_space", "configs_file", "allow_tf32",
+                                "warmup", "repeat", "statistic"}) {
+            if (old_run.contains(key) && m_run_meta.contains(key) && old_run[key] != m_run_meta[key]) {
+                throw core::InputError(file.string(), std::string("was collected with ") + key + " " +
+                                                          old_run[key].dump() + ", this run has " +
+                                                          m_run_meta[key].dump() +
+                                                          "; choose another --output or move the file away");
+            }
+        }
+        const auto timing_of = [](const core::OrderedJson& run) -> std::string {
+            if (!run.contains("environment") || !run["environment"].contains("timing")) return "";
+            const auto& timing = run["environment"]["timing"];
+            return timing.is_string() ? timing.get<std::string>() : timing.dump();
+        };
+        const std::string old_timing = timing_of(old_run), new_timing = timing_of(m_run_meta);
+        if (m_run_meta.value("backend", std::string()) == "inductor" && old_timing != new_timing) {
+            throw core::InputError(file.string(), "was timed by \"" +
+                                                      (old_timing.empty() ? std::string("Inductor's benchmarker")
+                                                                          : old_timing) +
+                                                      "\", this run by \"" + new_timing +
+                                                      "\"; choose another --output or move the file away");
+        }
+    }
+
     void open_file(const std::filesystem::path& path) {
         m_path = path;
         m_current = std::make_unique<DatasetCollector>(m_hardware);

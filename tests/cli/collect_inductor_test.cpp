@@ -59,6 +59,29 @@ TEST_F(CollectInductor, CollectsWithTheFakeWorkerAndResumesWithoutMeasuringAgain
     EXPECT_NE(second.out.find("0 collected, 3 already in the output"), std::string::npos) << second.out;
 }
 
+TEST_F(CollectInductor, ResumeRefusesAFileTimedAnotherWay) {
+    ASSERT_EQ(run_cli(collect_args(), m_dir / "first").exit_code, 0);
+    ::setenv("FAKE_TIMING", "other events", 1);
+    const auto other = run_cli(collect_args(), m_dir / "other");
+    ::unsetenv("FAKE_TIMING");
+    EXPECT_EQ(other.exit_code, 2);
+    const std::string expected = "\nerror: " + (m_dir / "d.json").string() +
+                                 ": was timed by \"fake events\", this run by \"other events\"; choose another "
+                                 "--output or move the file away\n";
+    EXPECT_TRUE(other.err.size() > expected.size() &&
+                other.err.compare(other.err.size() - expected.size(), expected.size(), expected) == 0)
+        << other.err;
+
+    // A file from before the worker named its timing: Inductor's benchmarker.
+    auto meta = core::load_meta_sidecar(m_dir / "d.json");
+    meta["run"]["environment"].erase("timing");
+    core::save_meta_sidecar(m_dir / "d.json", meta);
+    const auto old = run_cli(collect_args(), m_dir / "old");
+    EXPECT_EQ(old.exit_code, 2);
+    EXPECT_NE(old.err.find("was timed by \"Inductor's benchmarker\""), std::string::npos) << old.err;
+    EXPECT_EQ(requests(), 3u) << "a refused resume measured something";
+}
+
 TEST_F(CollectInductor, SeveralWorkersShareOneGpuAndItsBenchmarkLock) {
     auto args = collect_args();
     args[6] = "6";  // --num-shapes

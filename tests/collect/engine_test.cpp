@@ -145,6 +145,26 @@ TEST_F(Engine, ChunksGoToNumberedFilesAndARerunResumesEverything) {
     EXPECT_FALSE(fs::exists(path("data_4.json")));
 }
 
+TEST_F(Engine, ResumeRefusesAFileMeasuredWithOtherTimingSettings) {
+    auto o = tiny(2);
+    o.output = path("data.json");
+    o.repeat = 3;
+    run_collection(o, m_backend);
+    o.repeat = 5;
+    try {
+        run_collection(o, m_backend);
+        FAIL() << "a file timed with 3 runs was resumed with 5";
+    } catch (const core::InputError& e) {
+        EXPECT_EQ(std::string(e.what()), path("data.json").string() +
+                                             ": was collected with repeat 3, this run has 5; choose another "
+                                             "--output or move the file away");
+    }
+    EXPECT_EQ(core::load_dataset(path("data.json")).num_problems(), 2u);
+    o.repeat = 3;
+    o.generator.num_shapes = 3;
+    EXPECT_EQ(run_collection(o, m_backend).problems_resumed, 2u) << "the same settings resume";
+}
+
 TEST_F(Engine, ALongerRunFillsTheLastChunkThenStartsNewOnes) {
     auto o = tiny(3);
     o.output = path("data.json");

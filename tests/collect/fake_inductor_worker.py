@@ -127,7 +127,8 @@ def main() -> int:
         return 3
     send({"type": "hello", "protocol": env_int("FAKE_PROTOCOL") or 1,
           "hardware": f"Fake GPU {hello.get('device_index', 0)}", "sm_count": 4,
-          "versions": {"python": platform.python_version(), "torch": "2.11.0+fake", "triton": "3.6.0+fake"}})
+          "versions": {"python": platform.python_version(), "torch": "2.11.0+fake", "triton": "3.6.0+fake",
+                       "timing": os.environ.get("FAKE_TIMING", "fake events")}})
     print("fake inductor worker ready", file=sys.stderr)
     for line in sys.stdin:
         if not line.strip():
