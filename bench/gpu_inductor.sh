@@ -82,14 +82,16 @@ collect_until_time() {
   [[ $rc -eq 0 || $rc -eq 130 || $rc -eq 124 ]] || status=1
 }
 
+# DEFAULT_WORKERS=2 overlaps one worker's compile with the other's benchmarking.
 step_collect() {
-  collect_until_time collect_default "$default_data" --num-shapes "${NUM_SHAPES:-400}" --search-space DEFAULT
+  collect_until_time collect_default "$default_data" --num-shapes "${NUM_SHAPES:-400}" --search-space DEFAULT \
+    --workers-per-device "${DEFAULT_WORKERS:-1}"
 }
 
-# Inductor's compiles of a problem's hundreds of choices serialise on Python's lock, so
-# several workers share the GPU (their benchmarks take turns) and overlap their compiles.
-# A problem takes 4-7 minutes of a worker, and one interrupted is lost, so the step starts
-# problems only in its first EXHAUSTIVE_START_S seconds and lets them finish.
+# Each worker compiles a problem's hundreds of choices on its process pool, and two workers
+# share the GPU (their benchmarks take turns), so one compiles while the other benchmarks.
+# A problem interrupted is lost, so the step starts problems only in its first
+# EXHAUSTIVE_START_S seconds and lets them finish.
 # Consecutive calls on one warm machine finish the problems a call cut off from Triton's
 # cache in seconds, so the step collects into a copy in the (ignored) build folder: the
 # next call's work tree, which still holds the older file, does not replace it.
