@@ -1,8 +1,8 @@
 """Compiles a problem's Triton template kernels in a pool of processes before Inductor does.
 
 Inductor precompiles its choices on threads of one process, and they take turns on
-Python's lock: about one core, so EXHAUSTIVE's 500-1400 choices (~0.3 s of a core each)
-take minutes. Its own process pool (compile_threads > 1) compiled each kernel again at its
+Python's lock: about one core, so EXHAUSTIVE's 500-1400 choices (0.3-0.6 s of a core
+each) take minutes. Its own process pool (compile_threads > 1) compiled each kernel again at its
 first benchmark. Here spawned processes load each choice's generated module and compile it
 with `precompile(warm_cache_only=True)`, which only fills Triton's on-disk cache (they
 share TRITON_CACHE_DIR with this process). A kernel compiled there is loaded from that
@@ -16,7 +16,6 @@ import concurrent.futures
 import importlib.util
 import multiprocessing
 import os
-import time
 from typing import Optional
 
 # (path of the generated module, name of the kernel object in it)
@@ -24,8 +23,8 @@ Job = tuple[str, str]
 
 
 def compile_processes() -> int:
-    """MMT_INDUCTOR_COMPILE_PROCESSES (collect sets it to the cores per worker); default:
-    every core. 1 turns the pool off."""
+    """MMT_INDUCTOR_COMPILE_PROCESSES (collect --workers-per-device sets it to
+    2 x cores / workers); default: every core. 1 turns the pool off."""
     value = os.environ.get("MMT_INDUCTOR_COMPILE_PROCESSES")
     return max(1, int(value)) if value else max(1, os.cpu_count() or 1)
 
@@ -38,17 +37,15 @@ def _start_process() -> None:
         pass
 
 
-def _compile_module(job: Job) -> float:
-    """Runs in a pool process: compiles one kernel into Triton's cache; its seconds."""
+def _compile_module(job: Job) -> None:
+    """Runs in a pool process: compiles one kernel into Triton's cache."""
     path, kernel_name = job
-    start = time.perf_counter()
     spec = importlib.util.spec_from_file_location(f"mmt_kernel_{abs(hash(path))}", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     getattr(module, kernel_name).precompile(warm_cache_only=True)
-    return time.perf_counter() - start
 
 
 class ParallelCompiler:
@@ -61,13 +58,15 @@ class ParallelCompiler:
 
     def compile(self, jobs: list[Job]) -> dict[Job, str]:
         """Compiles the jobs; for each, '' when its kernel is in Triton's cache, else why not.
-        A process that dies or a compile past the timeout fails only the jobs left."""
+        A process that dies fails every job not done by then (the pool breaks); jobs not
+        done within the timeout (for the whole batch) fail, and their processes are stopped.
+        Either way the next batch starts a fresh pool."""
         unique = list(dict.fromkeys(jobs))
         if not unique:
             return {}
         pool = self._started_pool()
         futures = {pool.submit(_compile_module, job): job for job in unique}
-        done, pending = concurrent.futures.wait(futures, timeout=self.timeout_s)
+        _, pending = concurrent.futures.wait(futures, timeout=self.timeout_s)
         outcome: dict[Job, str] = {}
         broken = bool(pending)
         for future, job in futures.items():
