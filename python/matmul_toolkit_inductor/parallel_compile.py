@@ -26,7 +26,12 @@ def compile_processes() -> int:
     """MMT_INDUCTOR_COMPILE_PROCESSES (collect --workers-per-device sets it to
     2 x cores / workers); default: every core. 1 turns the pool off."""
     value = os.environ.get("MMT_INDUCTOR_COMPILE_PROCESSES")
-    return max(1, int(value)) if value else max(1, os.cpu_count() or 1)
+    if not value:
+        return max(1, os.cpu_count() or 1)
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise ValueError(f"MMT_INDUCTOR_COMPILE_PROCESSES: {value!r} is not a whole number") from None
 
 
 def _start_process() -> None:

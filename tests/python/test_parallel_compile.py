@@ -97,5 +97,8 @@ def test_processes_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert compile_processes() == 3
     monkeypatch.setenv("MMT_INDUCTOR_COMPILE_PROCESSES", "0")
     assert compile_processes() == 1
+    monkeypatch.setenv("MMT_INDUCTOR_COMPILE_PROCESSES", "many")
+    with pytest.raises(ValueError, match="MMT_INDUCTOR_COMPILE_PROCESSES: 'many' is not a whole number"):
+        compile_processes()
     monkeypatch.delenv("MMT_INDUCTOR_COMPILE_PROCESSES")
     assert compile_processes() >= 1
