@@ -1,7 +1,9 @@
 // `export-lut`: the model's top-K configs for every problem of a shapeset or a dataset,
 // written as a PyTorch Inductor lookup table or a torch-diode Table.
 
+#include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/config_ranker.hpp"
@@ -40,6 +43,7 @@ struct ExportLutOptions {
     bool with_device_key = false;
     std::string device_key;
     bool with_aten = false;
+    std::optional<double> aten_within_percent;
 
     void add_to(CLI::App& cmd) {
         cmd.add_option("--model", model,
@@ -78,6 +82,13 @@ struct ExportLutOptions {
                      "Inductor times them and keeps the fastest, also where the model ranks ATen "
                      "first (without it a top-1 table holds the pick alone; tables of two or more "
                      "configs always offer ATen)");
+        cmd.add_option("--aten-within", aten_within_percent,
+                       "With --with-aten and --top-k 1: offer ATen beside the kernel pick only where "
+                       "the model predicts the two within PCT percent of each other; elsewhere the "
+                       "table holds the one predicted faster alone, which Inductor uses without "
+                       "compiling a second kernel or timing anything (validate-model reports the "
+                       "top-1 of several margins)")
+            ->type_name("PCT");
     }
 };
 
@@ -97,7 +108,11 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
 
 /// With --with-aten one config more is ranked, so that top-k kernel configs remain where
 /// ATen ranks among them (model::kernel_configs_and_vendor).
-std::size_t ranked_per_problem(const ExportLutOptions& o) { return o.with_aten ? o.top_k + 1 : o.top_k; }
+/// With --aten-within every candidate is ranked, so that ATen's predicted time is known.
+std::size_t ranked_per_problem(const ExportLutOptions& o) {
+    if (o.aten_within_percent) return std::numeric_limits<std::size_t>::max();
+    return o.with_aten ? o.top_k + 1 : o.top_k;
+}
 
 std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
                                                 const model::Predictor& predictor,
@@ -162,12 +177,32 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                               "Table lists configs, not Inductor's ATen choice)");
     }
 
+    if (o.aten_within_percent) {
+        if (!o.with_aten) throw core::InputError("--aten-within", "needs --with-aten");
+        if (o.top_k != 1) throw core::InputError("--aten-within", "needs --top-k 1");
+        if (!(*o.aten_within_percent >= 0.0) || !std::isfinite(*o.aten_within_percent)) {
+            throw core::InputError("--aten-within", "must be a percentage of 0 or more");
+        }
+        // The pairing is written out explicitly: ATen is in a table only where chosen.
+        lut.with_aten = false;
+    }
+
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto predictor = model::Predictor::load(model_path, resolved_device(global));
+    if (o.aten_within_percent && !predictor.info().vendor_rows) {
+        throw core::InputError("--aten-within", model_path + " predicts no ATen times (trained with --no-vendor-rows)");
+    }
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
-    if (o.with_aten) {
-        for (auto& problem : ranked) problem.configs = model::kernel_configs_and_vendor(problem.configs, o.top_k);
+    std::size_t aten_paired = 0, aten_alone = 0;
+    for (auto& problem : ranked) {
+        if (o.aten_within_percent) {
+            problem.configs = model::kernel_or_vendor_within(problem.configs, *o.aten_within_percent / 100.0);
+            aten_paired += problem.configs.size() == 2;
+            aten_alone += problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
+        } else if (o.with_aten) {
+            problem.configs = model::kernel_configs_and_vendor(problem.configs, o.top_k);
+        }
     }
     model::write_lookup_table(o.output, ranked, format, lut);
 
@@ -175,6 +210,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     for (const auto& p : ranked) entries += p.configs.size();
     std::cout << "wrote " << ranked.size() << " problems, " << entries << " configs ("
               << o.lut_format << " lookup table) to " << o.output << "\n";
+    if (o.aten_within_percent) {
+        std::cout << "ATen beside the kernel pick on " << aten_paired << " problems, ATen alone on " << aten_alone
+                  << ", the kernel pick alone on " << ranked.size() - aten_paired - aten_alone << "\n";
+    }
     return core::kExitOk;
 }
 

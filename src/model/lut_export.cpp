@@ -1,5 +1,6 @@
 #include "matmul_toolkit/model/lut_export.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <set>
@@ -182,6 +183,22 @@ std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConf
         kept.push_back(r);
     }
     return kept;
+}
+
+std::vector<RankedConfig> kernel_or_vendor_within(const std::vector<RankedConfig>& ranked, double margin) {
+    const auto is_vendor = [](const RankedConfig& r) { return collect::is_reference_config(r.config); };
+    const auto kernel = std::find_if_not(ranked.begin(), ranked.end(), is_vendor);
+    const auto vendor = std::find_if(ranked.begin(), ranked.end(), is_vendor);
+    if (kernel == ranked.end() || vendor == ranked.end()) {
+        throw core::Error("--aten-within", "the ranking needs a kernel config and the vendor entry");
+    }
+    const double faster = std::min(kernel->predicted_ms, vendor->predicted_ms);
+    const double slower = std::max(kernel->predicted_ms, vendor->predicted_ms);
+    if (slower <= faster * (1.0 + margin)) {
+        if (vendor < kernel) return {*vendor, *kernel};
+        return {*kernel, *vendor};
+    }
+    return {kernel->predicted_ms <= vendor->predicted_ms ? *kernel : *vendor};
 }
 
 std::string inductor_template_id(const std::string& op_key) {

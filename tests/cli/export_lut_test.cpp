@@ -120,6 +120,46 @@ TEST_F(ExportLutCli, WithAtenATopOneTableOffersAtenBesideItsPick) {
     }
 }
 
+// --aten-within: a huge margin pairs ATen with every pick (as --with-aten alone); 0 leaves
+// each problem the one choice predicted faster.
+TEST_F(ExportLutCli, AtenWithinPairsOnlyWherePredictedClose) {
+    const std::vector<std::string> base{"--shapeset", example_shapeset(), "--top-k", "1", "--with-aten", "--no-prune"};
+    auto with_margin = [&](const std::string& percent) {
+        auto args = base;
+        args.insert(args.end(), {"--aten-within", percent});
+        return export_table("within_" + percent + ".json", args);
+    };
+    const auto paired = with_margin("1000000");
+    ASSERT_EQ(paired.result.exit_code, 0) << paired.result.err;
+    const auto always = export_table("always.json", base);
+    ASSERT_EQ(always.result.exit_code, 0) << always.result.err;
+    for (const auto& [key, entries] : always.table.items()) {
+        ASSERT_TRUE(paired.table.contains(key)) << key;
+        // The same two choices; only their order may differ (ranked order).
+        EXPECT_EQ(paired.table.at(key).size(), entries.size()) << key;
+        EXPECT_EQ(aten_entries(paired.table.at(key)), aten_entries(entries)) << key;
+    }
+    EXPECT_NE(paired.result.out.find("ATen beside the kernel pick on 5 problems, ATen alone on 0, the kernel "
+                                     "pick alone on 0"),
+              std::string::npos)
+        << paired.result.out;
+
+    const auto alone = with_margin("0");
+    ASSERT_EQ(alone.result.exit_code, 0) << alone.result.err;
+    ASSERT_EQ(alone.table.size(), 5u);
+    std::size_t aten_alone = 0;
+    for (const auto& [key, entries] : alone.table.items()) {
+        const std::size_t aten = aten_entries(entries);
+        // ATen alone (addmm: its two ATen choices), or one Triton config alone.
+        EXPECT_TRUE(aten == entries.size() || (aten == 0 && entries.size() == 1u)) << key << " " << entries.dump();
+        aten_alone += aten > 0;
+    }
+    EXPECT_NE(alone.result.out.find("ATen beside the kernel pick on 0 problems, ATen alone on " +
+                                    std::to_string(aten_alone)),
+              std::string::npos)
+        << alone.result.out;
+}
+
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
     std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
     const auto out = (*dir / "bad.json").string();
@@ -131,6 +171,10 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--lut-format", "csv"},
         {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--op-name", "bmm_tt"},
         {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--lut-format", "diode", "--with-aten"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-within", "10"},
+        {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--aten-within", "10"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-within", "-1"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-within", "ten"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

@@ -166,11 +166,13 @@ TEST_F(TinyEvaluation, RegretIsTheLossOfTheFirstPick) {
     EXPECT_NE(format_report(report).find("worst picks"), std::string::npos);
 }
 
-// With ATen, as export-lut --with-aten: problem A's kernels 4 and 2 ms and ATen 1 ms, ATen
-// ranked first: the table is ATen alone, 1 ms (fraction 1). Problem B's kernels 1 and 3 ms,
-// ATen 2 ms, the 3 ms kernel ranked first: beside ATen it gets 2 ms of a 1 ms best (0.5).
-// Problem D's ATen 4 ms is ranked first, its kernels 1 and 2 ms: ATen alone, 0.25.
-// Problem C has no vendor row and is left out of that metric.
+// With ATen, as export-lut --with-aten: the best-ranked kernel config and ATen, the faster
+// kept. Problem A's kernels 4 and 2 ms and ATen 1 ms, ATen ranked first: the 2 ms kernel
+// joins it, 1 ms (fraction 1). Problem B's kernels 1 and 3 ms, ATen 2 ms, the 3 ms kernel
+// ranked first: 2 ms of a 1 ms best (0.5). Problem D's ATen 4 ms is ranked first, its
+// kernels 1 and 2 ms: the 1 ms kernel joins it (1). Problem C has no vendor row and is left
+// out of that metric. Problem E's kernel 1 ms and ATen 1.5 ms are predicted e^0.2 = 1.22
+// apart, ATen faster; A, B and D's two are e apart.
 TEST(Evaluation, TopOneBesideTheVendorChoiceKeepsTheFasterOfTheTwo) {
     auto problem = [](const std::vector<double>& times, bool last_is_vendor) {
         ProblemGroup p;
@@ -186,19 +188,30 @@ TEST(Evaluation, TopOneBesideTheVendorChoiceKeepsTheFasterOfTheTwo) {
         return p;
     };
     const std::vector<ProblemGroup> problems = {problem({4.0, 2.0, 1.0}, true), problem({1.0, 3.0, 2.0}, true),
-                                                problem({1.0, 2.0}, false), problem({1.0, 2.0, 4.0}, true)};
+                                                problem({1.0, 2.0}, false), problem({1.0, 2.0, 4.0}, true),
+                                                problem({1.0, 2.0, 1.5}, true)};
     const std::vector<std::vector<double>> predicted = {
-        {3.0, 2.0, 1.0}, {3.0, 1.0, 2.0}, {2.0, 1.0}, {2.0, 3.0, 1.0}};
+        {3.0, 2.0, 1.0}, {3.0, 1.0, 2.0}, {2.0, 1.0}, {2.0, 3.0, 1.0}, {0.2, 1.0, 0.0}};
     const auto report = evaluate_predictions(problems, predicted, 0);
-    EXPECT_EQ(report.overall.vendor_problems, 3u);
-    const double expected = std::cbrt(1.0 * 0.5 * 0.25);
+    EXPECT_EQ(report.overall.vendor_problems, 4u);
+    const double expected = std::pow(1.0 * 0.5 * 1.0 * 1.0, 0.25);
     EXPECT_NEAR(report.overall.top1_with_vendor, expected, 1e-12);
-    // Top-1 alone: A 1, B 1/3, C 1/2, D 1/4.
-    EXPECT_NEAR(report.overall.top_k_achieved[0], std::pow(1.0 / 24.0, 0.25), 1e-12);
+    // Top-1 alone: A 1, B 1/3, C 1/2, D 1/4, E 2/3.
+    EXPECT_NEAR(report.overall.top_k_achieved[0], std::pow(1.0 / 36.0, 0.2), 1e-12);
+    // Paired within 10 %: none, each problem gets the one predicted faster (A 1, B 1/3, D 1/4,
+    // E 2/3); within 25 % or more E is paired (1).
+    static_assert(kAtenMargins[0] == 0.1 && kAtenMargins[1] == 0.25);
+    EXPECT_NEAR(report.overall.top1_aten_within[0], std::pow(1.0 / 18.0, 0.25), 1e-12);
+    EXPECT_EQ(report.overall.paired_within[0], 0u);
+    EXPECT_NEAR(report.overall.top1_aten_within[1], std::pow(1.0 / 12.0, 0.25), 1e-12);
+    EXPECT_EQ(report.overall.paired_within[1], 1u);
     const auto j = nlohmann::json::parse(report_to_json(report));
     EXPECT_NEAR(j["overall"]["top1_with_vendor"]["achieved_fraction"].get<double>(), expected, 1e-12);
-    EXPECT_EQ(j["overall"]["top1_with_vendor"]["problems"], 3);
+    EXPECT_EQ(j["overall"]["top1_with_vendor"]["problems"], 4);
+    EXPECT_EQ(j["overall"]["top1_with_vendor"]["aten_within"][1]["margin_percent"], 25.0);
+    EXPECT_EQ(j["overall"]["top1_with_vendor"]["aten_within"][1]["paired"], 1);
     EXPECT_NE(format_report(report).find("top-1 beside the vendor choice"), std::string::npos);
+    EXPECT_NE(format_report(report).find("25 %: 0.537 (1 paired)"), std::string::npos) << format_report(report);
 
     const auto without = evaluate_predictions({problems[2]}, {predicted[2]}, 0);
     EXPECT_TRUE(std::isnan(without.overall.top1_with_vendor));

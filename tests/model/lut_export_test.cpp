@@ -169,6 +169,31 @@ TEST(InductorLut, KernelConfigsAndVendorKeepKKernelConfigs) {
     EXPECT_EQ(names(kernel_configs_and_vendor({{aten, 1}, {a, 2}}, 3)), (Names{"aten_mm", "a"}));
 }
 
+// --aten-within: ATen joins the best kernel config only where predicted close to it.
+TEST(InductorLut, KernelOrVendorWithinAMargin) {
+    core::GemmConfig aten;
+    aten.name = "aten_mm";
+    aten.block_m = aten.block_n = aten.block_k = aten.group_m = aten.num_stages = aten.num_warps = 1;
+    core::GemmConfig a, b;
+    a.name = "a";
+    b.name = "b";
+    auto names = [](const std::vector<RankedConfig>& ranked) {
+        std::vector<std::string> out;
+        for (const auto& r : ranked) out.push_back(r.config.name);
+        return out;
+    };
+    using Names = std::vector<std::string>;
+    // Kernel 1.0 ms, ATen 1.2 ms: paired within 20 % or more, the kernel alone below.
+    EXPECT_EQ(names(kernel_or_vendor_within({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, 0.25)), (Names{"a", "aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor_within({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, 0.2)), (Names{"a", "aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor_within({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, 0.1)), (Names{"a"}));
+    // ATen predicted faster by half: alone, unless the margin covers 50 %.
+    EXPECT_EQ(names(kernel_or_vendor_within({{aten, 2.0}, {a, 3.0}, {b, 4.0}}, 0.25)), (Names{"aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor_within({{aten, 2.0}, {a, 3.0}, {b, 4.0}}, 0.5)), (Names{"aten_mm", "a"}));
+    EXPECT_THROW(kernel_or_vendor_within({{a, 1.0}, {b, 2.0}}, 0.1), core::Error);
+    EXPECT_THROW(kernel_or_vendor_within({{aten, 1.0}}, 0.1), core::Error);
+}
+
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {
     InductorLutOptions from_hardware;
     from_hardware.include_device = true;

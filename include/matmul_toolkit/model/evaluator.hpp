@@ -17,6 +17,10 @@ class Predictor;
 /// The k of the top-k achieved fractions.
 inline constexpr std::array<int, 3> kTopK{1, 5, 10};
 
+/// The margins of `export-lut --with-aten --aten-within`: ATen joins the kernel pick only
+/// where the model predicts the two within this fraction of each other.
+inline constexpr std::array<double, 4> kAtenMargins{0.1, 0.25, 0.5, 1.0};
+
 /// Metrics over a set of rows and the problems they belong to. A metric that is not
 /// defined for the data (R² with constant actual times, Spearman with one config per
 /// problem) is NaN, written as null in JSON.
@@ -38,10 +42,15 @@ struct Metrics {
     double regret_mean = 0.0;
     double regret_p95 = 0.0;
     /// Over the problems with a vendor-library row (aten_*), the geometric mean of best
-    /// time / the faster of the model's first pick and the vendor row: what an
-    /// `export-lut --with-aten` table gets, Inductor timing the two. NaN without such rows.
+    /// time / the faster of the model's best-ranked kernel config and the vendor row: what
+    /// an `export-lut --with-aten` table gets, Inductor timing the two. NaN without such rows.
     double top1_with_vendor = 0.0;
     std::size_t vendor_problems = 0;
+    /// The same where the two are paired only when predicted within kAtenMargins[i] of each
+    /// other, the one predicted faster standing alone elsewhere (`--aten-within`), and on
+    /// how many of the vendor_problems they were paired.
+    std::array<double, kAtenMargins.size()> top1_aten_within{};
+    std::array<std::size_t, kAtenMargins.size()> paired_within{};
 };
 
 /// One of the worst predictions (largest |ln predicted − ln actual|).

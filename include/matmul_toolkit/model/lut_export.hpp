@@ -34,6 +34,13 @@ struct RankedProblem {
 /// Inductor times the best kernel config against ATen instead of trusting an ATen pick.
 std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConfig>& ranked, std::size_t count);
 
+/// `--with-aten --aten-within`: from a best-first ranking of every candidate, the best
+/// kernel config and the vendor entry where the model predicts them within the factor
+/// 1 + `margin` of each other (Inductor times the two), else the one predicted faster
+/// alone (Inductor compiles one kernel, or none, and times nothing). Throws core::Error
+/// when the ranking lacks a kernel config or the vendor entry.
+std::vector<RankedConfig> kernel_or_vendor_within(const std::vector<RankedConfig>& ranked, double margin);
+
 enum class LutFormat { inductor, diode };
 
 /// "inductor" | "diode"; throws core::InputError("--lut-format", ...) otherwise.
