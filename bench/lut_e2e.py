@@ -4,7 +4,7 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
 
     python3 bench/lut_e2e.py --mmt build/src/cli/matmul_toolkit --model data/models/X.pt \\
         [--model other.pt ...] (--shapeset FILE | --log-normal N [--seed S]) \\
-        [--ops mm addmm bmm] [--dtypes bfloat16] [--top-k 1 1+aten 5] [--out DIR] [--every N] [--limit N]
+        [--ops mm addmm bmm] [--dtypes bfloat16] [--top-k 1 1+aten 1+aten@10 5] [--out DIR] [--every N] [--limit N]
     python3 bench/lut_e2e.py --table NAME=lut.json [--table ...] --shapeset FILE   # tables made elsewhere
 
 1. Problems: a shapeset file's shapes (its layouts, `--ops` filters, `--dtypes` replaces
@@ -16,7 +16,9 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    OUT/problems_shapeset.json, so the run can be repeated with --shapeset.
 2. For each --model and each K of --top-k: `MMT export-lut --shapeset OUT/problems_shapeset.json
    --lut-format inductor --top-k K --output OUT/lut_<model>_top<K>.json` (K+aten adds
-   --with-aten: the table also offers ATen, which Inductor times against the picks). Each
+   --with-aten: the table also offers ATen, which Inductor times against the picks;
+   1+aten@P adds --aten-within P: ATen only where the model predicts it within P % of the
+   pick, else the one predicted faster alone). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
    without a GPU, from OUT/problems_shapeset.json of an earlier run).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
@@ -250,22 +252,27 @@ def model_labels(models: list[str]) -> list[str]:
     return labels
 
 
-def table_size(text: str) -> tuple[int, bool]:
-    """A --top-k item: "K" (K configs), or "K+aten" (export-lut --with-aten: Inductor also
-    times its ATen choice, a top-1 table too)."""
-    match = re.fullmatch(r"([0-9]+)(\+aten)?", text)
+def table_size(text: str) -> tuple[int, bool, Optional[str]]:
+    """A --top-k item: "K" (K configs), "K+aten" (export-lut --with-aten: Inductor also
+    times its ATen choice, a top-1 table too) or "1+aten@P" (--aten-within P: ATen beside
+    the pick only where the model predicts the two within P %, else the faster alone)."""
+    match = re.fullmatch(r"([0-9]+)(\+aten(?:@([0-9]+(?:\.[0-9]+)?))?)?", text)
     if not match or int(match.group(1)) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not K or K+aten with K >= 1")
-    return int(match.group(1)), bool(match.group(2))
+        raise argparse.ArgumentTypeError(f"{text!r} is not K, K+aten or 1+aten@PERCENT with K >= 1")
+    if match.group(3) is not None and int(match.group(1)) != 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: +aten@PERCENT needs K = 1")
+    return int(match.group(1)), bool(match.group(2)), match.group(3)
 
 
 def export_lut(mmt: str, model: str, shapeset: str, top_k: str, output: str, search_space: str) -> float:
     """Runs export-lut; seconds it took. Raises UsageError with its last error line."""
-    k, with_aten = table_size(top_k)
+    k, with_aten, aten_within = table_size(top_k)
     command = [mmt, "export-lut", "--model", model, "--shapeset", shapeset, "--lut-format", "inductor",
                "--top-k", str(k), "--search-space", search_space, "--output", output]
     if with_aten:
         command.append("--with-aten")
+    if aten_within is not None:
+        command += ["--aten-within", aten_within]
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -278,7 +285,7 @@ def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
     variants = []
     for model, label in zip(args.model, model_labels(args.model)):
         for k in args.top_k:
-            lut = os.path.join(args.out, f"lut_{label}_top{k.replace('+', '_')}.json")
+            lut = os.path.join(args.out, f"lut_{label}_top{re.sub(r'[^A-Za-z0-9.]', '_', k)}.json")
             seconds = export_lut(args.mmt, model, shapeset, k, lut, args.search_space)
             with open(lut) as f:
                 table = json.load(f)
@@ -774,7 +781,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-size", type=int, default=4096, help="--log-normal: largest M, N, K (default 4096)")
     p.add_argument("--top-k", nargs="+", type=str, default=["1", "5"],
                    help="K of each model's tables; K+aten also offers Inductor's ATen choice "
-                        "(export-lut --with-aten), e.g. 1 1+aten 5 (default 1 5)")
+                        "(export-lut --with-aten); 1+aten@P only where predicted within P %% "
+                        "(--aten-within P), e.g. 1 1+aten 1+aten@10 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "lut_e2e"),
