@@ -113,14 +113,18 @@ step_speed() {
     --max-autotune bench/max_autotune_time.py 2>"$out/speed.log" | tee "$out/speed.txt" || status=1
 }
 
-# EXHAUSTIVE: one worker's latency per problem (collect_bench; SPEED_SHAPES=0 skips it), then collect's throughput
-# with EXHAUSTIVE_WORKERS (default 2) workers on the GPU, whose compiles overlap each
-# other's benchmarking; both with empty Triton and Inductor caches. SPEED_STOP_AFTER=S
-# starts no problem after S seconds, so none is cut off by STEP_SECONDS.
+# EXHAUSTIVE: one worker's latency per problem (collect_bench; SPEED_SHAPES=0 skips it;
+# EXHAUSTIVE_MAX_AUTOTUNE=1 also times plain max-autotune with Inductor's EXHAUSTIVE space on
+# the same problems, minutes each), then collect's throughput with EXHAUSTIVE_WORKERS
+# (default 2) workers on the GPU, whose compiles overlap each other's benchmarking; both with
+# empty Triton and Inductor caches. SPEED_STOP_AFTER=S starts no problem after S seconds, so
+# none is cut off by STEP_SECONDS.
 step_speed_exhaustive() {
   if [[ ${SPEED_SHAPES:-2} -gt 0 ]]; then
+    local reference=()
+    [[ ${EXHAUSTIVE_MAX_AUTOTUNE:-0} == 1 ]] && reference=(--max-autotune bench/max_autotune_time.py)
     "$build/bench/collect_bench" --backend inductor --search-space EXHAUSTIVE --log-normal "${SPEED_SHAPES:-2}" \
-      --seed 1234 2>"$out/speed_exhaustive.log" | tee "$out/speed_exhaustive.txt" || status=1
+      --seed 1234 "${reference[@]}" 2>"$out/speed_exhaustive.log" | tee "$out/speed_exhaustive.txt" || status=1
   fi
   local caches
   caches=$(mktemp -d)
