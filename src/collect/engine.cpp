@@ -18,6 +18,7 @@
 #include "matmul_toolkit/collect/random.hpp"
 #include "matmul_toolkit/collect/timing_stats.hpp"
 #include "matmul_toolkit/collect/trace.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/meta_sidecar.hpp"
 
 namespace fs = std::filesystem;
@@ -212,6 +213,9 @@ CollectionPlan plan_collection(const CollectOptions& options, const Backend& bac
     if (!options.output.empty()) {
         plan.output = shard_output_path(resolve_output_path(options.output, options.format), options.shard);
         check_writable_directory(plan.output.parent_path(), "--output");
+        // Before any GPU time is spent: the output is written (and resumed) in place.
+        core::check_not_read_only(plan.output);
+        core::check_not_read_only(core::meta_sidecar_path(plan.output));
     }
     if (!options.trace_dir.empty()) check_writable_directory(options.trace_dir, "--trace-dir");
     return plan;

@@ -704,6 +704,16 @@ void remove_stale_temp_files(const fs::path& path) {
 
 }  // namespace
 
+void check_not_read_only(const fs::path& path) {
+    // The rename would replace a read-only file (it needs only the directory's permission,
+    // and root ignores modes), so a file the user protected is refused instead.
+    struct stat existing {};
+    if (::stat(path.c_str(), &existing) == 0 &&
+        (::access(path.c_str(), W_OK) != 0 || (existing.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0)) {
+        throw InputError(path.string(), "is read-only; not overwriting it");
+    }
+}
+
 void write_file_atomically(const fs::path& path, const std::string& content) {
     static std::atomic<unsigned> counter{0};
     const auto subject = path.string();
@@ -713,13 +723,7 @@ void write_file_atomically(const fs::path& path, const std::string& content) {
         if (ec) throw InputError(subject, "cannot create directory: " + ec.message());
     }
     if (fs::is_directory(path, ec)) throw InputError(subject, "is a directory, expected a file");
-    // The rename would replace a read-only file (it needs only the directory's permission,
-    // and root ignores modes), so a file the user protected is refused here instead.
-    struct stat existing {};
-    if (::stat(path.c_str(), &existing) == 0 &&
-        (::access(path.c_str(), W_OK) != 0 || (existing.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0)) {
-        throw InputError(subject, "is read-only; not overwriting it");
-    }
+    check_not_read_only(path);
     remove_stale_temp_files(path);
     fs::path temp = path;
     temp += ".tmp" + std::to_string(::getpid()) + "_" + std::to_string(counter++);

@@ -126,12 +126,17 @@ TEST_F(OutputFailure, AFullDiskIsAnErrorAndTheExistingOutputsStayWhole) {
 TEST_F(OutputFailure, AReadOnlyExistingOutputIsNotReplaced) {
     ASSERT_EQ(run_child(train(m_out / "m.pt", m_out / "logs"), m_dir / "log_setup"), 0);
     ASSERT_EQ(run_child(convert(m_out), m_dir / "log_setup2"), 0);
+    ASSERT_EQ(run_child(collect(m_out / "data.json"), m_dir / "log_setup3"), 0);
     for (const auto& entry : fs::recursive_directory_iterator(m_out)) {
         if (entry.is_regular_file()) fs::permissions(entry.path(), fs::perms::owner_read | fs::perms::group_read |
                                                                        fs::perms::others_read);
     }
     expect_refused(train(m_out / "m.pt", m_out / "logs"), "read-only", {}, "train");
     expect_refused(convert(m_out), "read-only", {}, "convert");
+    // Refused before measuring: resuming would otherwise time two more problems first.
+    auto more = collect(m_out / "data.json");
+    more[4] = "8";  // --num-shapes
+    expect_refused(more, "data.json: is read-only", {}, "collect");
 }
 
 }  // namespace

@@ -101,6 +101,10 @@ FileKind convert_file(const std::filesystem::path& input, const std::filesystem:
 /// reader never sees a half-written file. Throws InputError naming the path on failure.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
 
+/// Throws InputError ("<path>: is read-only; not overwriting it") when `path` exists and is
+/// read-only: write_file_atomically refuses it, and long work checks it before it starts.
+void check_not_read_only(const std::filesystem::path& path);
+
 /// Reads a whole file; throws InputError naming the path when it is missing or unreadable.
 std::string read_file(const std::filesystem::path& path);
 
