@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The Inductor backend on a GPU machine, in steps that each fit a 10-minute call:
 #   bash bench/gpu_inductor.sh build test                 # build the CLI, run the real-worker and GPU training tests
-#   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset (resumes; the shipped
-#                                                         #   files predate the worker's launch-hidden timing and
-#                                                         #   are refused: DEFAULT_DATA=/EXHAUSTIVE_DATA= new files)
-#   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes)
+#   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset (resumes)
+#   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes; the shipped files
+#                                                         #   predate the worker's launch-hidden timing and are
+#                                                         #   refused: EXHAUSTIVE_DATA= a new file)
 #   bash bench/gpu_inductor.sh speed speed_exhaustive     # seconds per GEMM: ours vs max-autotune (DEFAULT);
 #                                                         #   EXHAUSTIVE on one worker and on two
 #   bash bench/gpu_inductor.sh train_speed                # deep model, 20 epochs: GPU and all CPU cores
