@@ -18,7 +18,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    --lut-format inductor --top-k K --output OUT/lut_<model>_top<K>.json` (K+aten adds
    --with-aten: the table also offers ATen, which Inductor times against the picks;
    1+aten@P adds --aten-within P: ATen only where the model predicts it within P % of the
-   pick, else the one predicted faster alone). Each
+   pick, else the one predicted faster alone; 1+aten@Tus adds --aten-from T: only where the
+   faster of the two is predicted at T µs or more). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
    without a GPU, from OUT/problems_shapeset.json of an earlier run).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
@@ -252,27 +253,31 @@ def model_labels(models: list[str]) -> list[str]:
     return labels
 
 
-def table_size(text: str) -> tuple[int, bool, Optional[str]]:
+def table_size(text: str) -> tuple[int, bool, list[str]]:
     """A --top-k item: "K" (K configs), "K+aten" (export-lut --with-aten: Inductor also
-    times its ATen choice, a top-1 table too) or "1+aten@P" (--aten-within P: ATen beside
-    the pick only where the model predicts the two within P %, else the faster alone)."""
-    match = re.fullmatch(r"([0-9]+)(\+aten(?:@([0-9]+(?:\.[0-9]+)?))?)?", text)
+    times its ATen choice, a top-1 table too), "1+aten@P" (--aten-within P: ATen beside the
+    pick only where the model predicts the two within P %, else the faster alone) or
+    "1+aten@Tus" (--aten-from T: only where the faster is predicted at T µs or more). The
+    third item: export-lut's extra arguments."""
+    match = re.fullmatch(r"([0-9]+)(\+aten(?:@([0-9]+(?:\.[0-9]+)?)(%|us)?)?)?", text)
     if not match or int(match.group(1)) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not K, K+aten or 1+aten@PERCENT with K >= 1")
-    if match.group(3) is not None and int(match.group(1)) != 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: +aten@PERCENT needs K = 1")
-    return int(match.group(1)), bool(match.group(2)), match.group(3)
+        raise argparse.ArgumentTypeError(f"{text!r} is not K, K+aten, 1+aten@PERCENT or 1+aten@Tus with K >= 1")
+    extra: list[str] = []
+    if match.group(3) is not None:
+        if int(match.group(1)) != 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: +aten@ needs K = 1")
+        extra = ["--aten-from" if match.group(4) == "us" else "--aten-within", match.group(3)]
+    return int(match.group(1)), bool(match.group(2)), extra
 
 
 def export_lut(mmt: str, model: str, shapeset: str, top_k: str, output: str, search_space: str) -> float:
     """Runs export-lut; seconds it took. Raises UsageError with its last error line."""
-    k, with_aten, aten_within = table_size(top_k)
+    k, with_aten, extra = table_size(top_k)
     command = [mmt, "export-lut", "--model", model, "--shapeset", shapeset, "--lut-format", "inductor",
                "--top-k", str(k), "--search-space", search_space, "--output", output]
     if with_aten:
         command.append("--with-aten")
-    if aten_within is not None:
-        command += ["--aten-within", aten_within]
+    command += extra
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -782,7 +787,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--top-k", nargs="+", type=str, default=["1", "5"],
                    help="K of each model's tables; K+aten also offers Inductor's ATen choice "
                         "(export-lut --with-aten); 1+aten@P only where predicted within P %% "
-                        "(--aten-within P), e.g. 1 1+aten 1+aten@10 5 (default 1 5)")
+                        "(--aten-within P), 1+aten@Tus only from T us (--aten-from T), "
+                        "e.g. 1 1+aten 1+aten@10 1+aten@15us 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "lut_e2e"),

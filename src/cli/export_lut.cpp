@@ -44,6 +44,10 @@ struct ExportLutOptions {
     std::string device_key;
     bool with_aten = false;
     std::optional<double> aten_within_percent;
+    std::optional<double> aten_from_us;
+
+    /// Whether ATen is paired with the pick by a rule rather than always.
+    bool aten_by_rule() const { return aten_within_percent || aten_from_us; }
 
     void add_to(CLI::App& cmd) {
         cmd.add_option("--model", model,
@@ -89,6 +93,13 @@ struct ExportLutOptions {
                        "compiling a second kernel or timing anything (validate-model reports the "
                        "top-1 of several margins)")
             ->type_name("PCT");
+        cmd.add_option("--aten-from", aten_from_us,
+                       "With --with-aten and --top-k 1: offer ATen beside the kernel pick where the "
+                       "faster of the two is predicted to take US microseconds or more (or, with "
+                       "--aten-within, where they are close); below, the one predicted faster alone. "
+                       "Inductor's timing of the two is biased against Triton kernels of a few "
+                       "microseconds, and a second compile costs most there")
+            ->type_name("US");
     }
 };
 
@@ -108,9 +119,9 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
 
 /// With --with-aten one config more is ranked, so that top-k kernel configs remain where
 /// ATen ranks among them (model::kernel_configs_and_vendor).
-/// With --aten-within every candidate is ranked, so that ATen's predicted time is known.
+/// With --aten-within or --aten-from every candidate is ranked, so that ATen's predicted time is known.
 std::size_t ranked_per_problem(const ExportLutOptions& o) {
-    if (o.aten_within_percent) return std::numeric_limits<std::size_t>::max();
+    if (o.aten_by_rule()) return std::numeric_limits<std::size_t>::max();
     return o.with_aten ? o.top_k + 1 : o.top_k;
 }
 
@@ -177,11 +188,22 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                               "Table lists configs, not Inductor's ATen choice)");
     }
 
-    if (o.aten_within_percent) {
-        if (!o.with_aten) throw core::InputError("--aten-within", "needs --with-aten");
-        if (o.top_k != 1) throw core::InputError("--aten-within", "needs --top-k 1");
-        if (!(*o.aten_within_percent >= 0.0) || !std::isfinite(*o.aten_within_percent)) {
-            throw core::InputError("--aten-within", "must be a percentage of 0 or more");
+    model::AtenPairing pairing;
+    if (o.aten_by_rule()) {
+        const std::string option = o.aten_within_percent ? "--aten-within" : "--aten-from";
+        if (!o.with_aten) throw core::InputError(option, "needs --with-aten");
+        if (o.top_k != 1) throw core::InputError(option, "needs --top-k 1");
+        if (o.aten_within_percent) {
+            if (!(*o.aten_within_percent >= 0.0) || !std::isfinite(*o.aten_within_percent)) {
+                throw core::InputError("--aten-within", "must be a percentage of 0 or more");
+            }
+            pairing.margin = *o.aten_within_percent / 100.0;
+        }
+        if (o.aten_from_us) {
+            if (!(*o.aten_from_us >= 0.0) || !std::isfinite(*o.aten_from_us)) {
+                throw core::InputError("--aten-from", "must be a time of 0 microseconds or more");
+            }
+            pairing.from_ms = *o.aten_from_us / 1000.0;
         }
         // The pairing is written out explicitly: ATen is in a table only where chosen.
         lut.with_aten = false;
@@ -190,14 +212,15 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto predictor = model::Predictor::load(model_path, resolved_device(global));
-    if (o.aten_within_percent && !predictor.info().vendor_rows) {
-        throw core::InputError("--aten-within", model_path + " predicts no ATen times (trained with --no-vendor-rows)");
+    if (o.aten_by_rule() && !predictor.info().vendor_rows) {
+        throw core::InputError(o.aten_within_percent ? "--aten-within" : "--aten-from",
+                               model_path + " predicts no ATen times (trained with --no-vendor-rows)");
     }
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
     std::size_t aten_paired = 0, aten_alone = 0;
     for (auto& problem : ranked) {
-        if (o.aten_within_percent) {
-            problem.configs = model::kernel_or_vendor_within(problem.configs, *o.aten_within_percent / 100.0);
+        if (o.aten_by_rule()) {
+            problem.configs = model::kernel_or_vendor(problem.configs, pairing);
             aten_paired += problem.configs.size() == 2;
             aten_alone += problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
         } else if (o.with_aten) {
@@ -210,7 +233,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     for (const auto& p : ranked) entries += p.configs.size();
     std::cout << "wrote " << ranked.size() << " problems, " << entries << " configs ("
               << o.lut_format << " lookup table) to " << o.output << "\n";
-    if (o.aten_within_percent) {
+    if (o.aten_by_rule()) {
         std::cout << "ATen beside the kernel pick on " << aten_paired << " problems, ATen alone on " << aten_alone
                   << ", the kernel pick alone on " << ranked.size() - aten_paired - aten_alone << "\n";
     }

@@ -185,16 +185,16 @@ std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConf
     return kept;
 }
 
-std::vector<RankedConfig> kernel_or_vendor_within(const std::vector<RankedConfig>& ranked, double margin) {
+std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& ranked, const AtenPairing& rule) {
     const auto is_vendor = [](const RankedConfig& r) { return collect::is_reference_config(r.config); };
     const auto kernel = std::find_if_not(ranked.begin(), ranked.end(), is_vendor);
     const auto vendor = std::find_if(ranked.begin(), ranked.end(), is_vendor);
     if (kernel == ranked.end() || vendor == ranked.end()) {
-        throw core::Error("--aten-within", "the ranking needs a kernel config and the vendor entry");
+        throw core::Error("--with-aten", "the ranking needs a kernel config and the vendor entry");
     }
     const double faster = std::min(kernel->predicted_ms, vendor->predicted_ms);
     const double slower = std::max(kernel->predicted_ms, vendor->predicted_ms);
-    if (slower <= faster * (1.0 + margin)) {
+    if (slower <= faster * (1.0 + rule.margin) || faster >= rule.from_ms) {
         if (vendor < kernel) return {*vendor, *kernel};
         return {*kernel, *vendor};
     }

@@ -120,15 +120,19 @@ TEST_F(ExportLutCli, WithAtenATopOneTableOffersAtenBesideItsPick) {
     }
 }
 
-// --aten-within: a huge margin pairs ATen with every pick (as --with-aten alone); 0 leaves
-// each problem the one choice predicted faster.
+// --aten-within: a huge margin pairs ATen with every pick (as --with-aten alone), and so does
+// --aten-from 0; a margin of 0 leaves each problem the one choice predicted faster, and so
+// does --aten-from a time no problem takes.
 TEST_F(ExportLutCli, AtenWithinPairsOnlyWherePredictedClose) {
     const std::vector<std::string> base{"--shapeset", example_shapeset(), "--top-k", "1", "--with-aten", "--no-prune"};
-    auto with_margin = [&](const std::string& percent) {
+    auto with_rule = [&](const std::string& option, const std::string& value) {
         auto args = base;
-        args.insert(args.end(), {"--aten-within", percent});
-        return export_table("within_" + percent + ".json", args);
+        args.insert(args.end(), {option, value});
+        return export_table(option.substr(2) + "_" + value + ".json", args);
     };
+    auto with_margin = [&](const std::string& percent) { return with_rule("--aten-within", percent); };
+    EXPECT_EQ(with_rule("--aten-from", "0").table, with_margin("1000000").table);
+    EXPECT_EQ(with_rule("--aten-from", "1e12").table, with_margin("0").table);
     const auto paired = with_margin("1000000");
     ASSERT_EQ(paired.result.exit_code, 0) << paired.result.err;
     const auto always = export_table("always.json", base);
@@ -175,6 +179,8 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--aten-within", "10"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-within", "-1"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-within", "ten"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-from", "20"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-from", "-1"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

@@ -169,8 +169,9 @@ TEST(InductorLut, KernelConfigsAndVendorKeepKKernelConfigs) {
     EXPECT_EQ(names(kernel_configs_and_vendor({{aten, 1}, {a, 2}}, 3)), (Names{"aten_mm", "a"}));
 }
 
-// --aten-within: ATen joins the best kernel config only where predicted close to it.
-TEST(InductorLut, KernelOrVendorWithinAMargin) {
+// --aten-within / --aten-from: ATen joins the best kernel config only where predicted close
+// to it, or where the faster of the two is predicted slow enough.
+TEST(InductorLut, KernelOrVendorPairedByMarginOrTime) {
     core::GemmConfig aten;
     aten.name = "aten_mm";
     aten.block_m = aten.block_n = aten.block_k = aten.group_m = aten.num_stages = aten.num_warps = 1;
@@ -182,16 +183,21 @@ TEST(InductorLut, KernelOrVendorWithinAMargin) {
         for (const auto& r : ranked) out.push_back(r.config.name);
         return out;
     };
+    auto within = [](double margin) { return AtenPairing{margin}; };
     using Names = std::vector<std::string>;
     // Kernel 1.0 ms, ATen 1.2 ms: paired within 20 % or more, the kernel alone below.
-    EXPECT_EQ(names(kernel_or_vendor_within({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, 0.25)), (Names{"a", "aten_mm"}));
-    EXPECT_EQ(names(kernel_or_vendor_within({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, 0.2)), (Names{"a", "aten_mm"}));
-    EXPECT_EQ(names(kernel_or_vendor_within({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, 0.1)), (Names{"a"}));
+    EXPECT_EQ(names(kernel_or_vendor({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, within(0.25))), (Names{"a", "aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, within(0.2))), (Names{"a", "aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, within(0.1))), (Names{"a"}));
     // ATen predicted faster by half: alone, unless the margin covers 50 %.
-    EXPECT_EQ(names(kernel_or_vendor_within({{aten, 2.0}, {a, 3.0}, {b, 4.0}}, 0.25)), (Names{"aten_mm"}));
-    EXPECT_EQ(names(kernel_or_vendor_within({{aten, 2.0}, {a, 3.0}, {b, 4.0}}, 0.5)), (Names{"aten_mm", "a"}));
-    EXPECT_THROW(kernel_or_vendor_within({{a, 1.0}, {b, 2.0}}, 0.1), core::Error);
-    EXPECT_THROW(kernel_or_vendor_within({{aten, 1.0}}, 0.1), core::Error);
+    EXPECT_EQ(names(kernel_or_vendor({{aten, 2.0}, {a, 3.0}, {b, 4.0}}, within(0.25))), (Names{"aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor({{aten, 2.0}, {a, 3.0}, {b, 4.0}}, within(0.5))), (Names{"aten_mm", "a"}));
+    // From 2 ms on every pair is timed by Inductor; ATen at 1.5 ms stays alone.
+    EXPECT_EQ(names(kernel_or_vendor({{aten, 2.0}, {a, 3.0}}, AtenPairing{0.0, 2.0})), (Names{"aten_mm", "a"}));
+    EXPECT_EQ(names(kernel_or_vendor({{aten, 1.5}, {a, 3.0}}, AtenPairing{0.0, 2.0})), (Names{"aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor({{a, 1.5}, {aten, 1.6}}, AtenPairing{0.1, 2.0})), (Names{"a", "aten_mm"}));
+    EXPECT_THROW(kernel_or_vendor({{a, 1.0}, {b, 2.0}}, within(0.1)), core::Error);
+    EXPECT_THROW(kernel_or_vendor({{aten, 1.0}}, within(0.1)), core::Error);
 }
 
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {

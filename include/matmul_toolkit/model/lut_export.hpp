@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,12 +35,20 @@ struct RankedProblem {
 /// Inductor times the best kernel config against ATen instead of trusting an ATen pick.
 std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConfig>& ranked, std::size_t count);
 
-/// `--with-aten --aten-within`: from a best-first ranking of every candidate, the best
-/// kernel config and the vendor entry where the model predicts them within the factor
-/// 1 + `margin` of each other (Inductor times the two), else the one predicted faster
+/// Where a top-1 `--with-aten` table pairs ATen with the best kernel config: where the model
+/// predicts the two within the factor 1 + `margin` of each other (`--aten-within`), or the
+/// faster of them at `from_ms` or more (`--aten-from`: Inductor's timing of the two is
+/// trustworthy there, and worth a compile); elsewhere the one predicted faster stands alone.
+struct AtenPairing {
+    double margin = 0.0;
+    double from_ms = std::numeric_limits<double>::infinity();
+};
+
+/// From a best-first ranking of every candidate, the best kernel config and the vendor
+/// entry where `rule` pairs them (Inductor times the two), else the one predicted faster
 /// alone (Inductor compiles one kernel, or none, and times nothing). Throws core::Error
 /// when the ranking lacks a kernel config or the vendor entry.
-std::vector<RankedConfig> kernel_or_vendor_within(const std::vector<RankedConfig>& ranked, double margin);
+std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& ranked, const AtenPairing& rule);
 
 enum class LutFormat { inductor, diode };
 
