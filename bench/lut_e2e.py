@@ -79,8 +79,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
-
 OPS = ("mm", "addmm", "bmm")
 LAYOUTS = ("nn", "nt", "tn", "tt")
 DTYPES = ("float16", "bfloat16", "float32")
@@ -607,7 +605,7 @@ def fresh_gemm(op: Callable[..., Any]) -> Callable[..., Any]:
 
 
 CACHE_ROOT: list[str] = []  # the parent of every fresh cache dir, removed at exit
-SHARED_CACHES: list[Any] = []  # --caches shared: the SharedFreshCaches of this run
+CACHE_LINKS = ("inductor", "triton")  # CACHE_ROOT/<name>: the links --caches shared re-points
 
 
 def cache_root() -> str:
@@ -619,20 +617,45 @@ def cache_root() -> str:
 
 
 def share_caches() -> None:
-    """--caches shared, before torch starts its compile workers (they keep the environment
-    they were started with): python/matmul_toolkit_inductor/caches.py."""
-    from matmul_toolkit_inductor.caches import SharedFreshCaches
+    """--caches shared, before torch starts its compile worker processes: Inductor's and
+    Triton's cache dirs become links under cache_root() that fresh_shared_cache() re-points,
+    so the workers (which keep the environment they were started with) and this process
+    read and write the same empty dirs in every compile, as in a user's process."""
+    root = cache_root()
+    for name in CACHE_LINKS:
+        os.makedirs(os.path.join(root, "initial", name), exist_ok=True)
+        os.symlink(os.path.join(root, "initial", name), os.path.join(root, name))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
 
-    SHARED_CACHES.append(SharedFreshCaches(cache_root()))
+
+@contextlib.contextmanager
+def fresh_shared_cache() -> Iterator[None]:
+    """Empty Inductor and Triton caches for one compile, on disk (the links re-pointed to new
+    dirs) and in memory (clear_inductor_caches), seen by the compile workers too."""
+    from torch._inductor.utils import clear_inductor_caches
+
+    root = cache_root()
+    fresh = tempfile.mkdtemp(prefix="compile_", dir=root)
+    for name in CACHE_LINKS:
+        os.makedirs(os.path.join(fresh, name))
+        link = os.path.join(root, name)
+        os.symlink(os.path.join(fresh, name), link + ".new")
+        os.replace(link + ".new", link)
+    clear_inductor_caches()
+    try:
+        yield
+    finally:
+        clear_inductor_caches()
 
 
 def fresh_caches(mode: str) -> Any:
-    """The empty caches a compile starts from: 'shared' (this process and the compile workers
-    follow the same paths to new dirs) or 'env' (Inductor's fresh_cache, which points this
-    process's environment at new dirs; kernels the workers precompile into the first dirs
-    are then compiled again here)."""
+    """The empty caches a compile starts from: 'shared' (fresh_shared_cache) or 'env'
+    (Inductor's fresh_cache, which points this process's environment at new dirs; compile
+    workers started earlier keep writing to the first dirs, so kernels they compile are
+    compiled again here)."""
     if mode == "shared":
-        return SHARED_CACHES[0].fresh()
+        return fresh_shared_cache()
     from torch._inductor.utils import fresh_cache
 
     return fresh_cache(dir=cache_root())

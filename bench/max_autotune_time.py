@@ -1,23 +1,20 @@
 #!/usr/bin/env python3
 """Seconds per GEMM of plain torch.compile max-autotune, for collect_bench to compare with.
 
-    python3 bench/max_autotune_time.py PROBLEMS.json [--search-space DEFAULT|EXHAUSTIVE] [--caches shared|env]
+    python3 bench/max_autotune_time.py PROBLEMS.json [--search-space DEFAULT|EXHAUSTIVE]
 
 PROBLEMS.json: a list of {"op": "mm"|"addmm"|"bmm", "layout": "nn", "B", "M", "N", "K",
 "dtype"}. Each problem is compiled in this one process with max-autotune (Triton and ATen
-choices, Inductor's own configs for the shape), from empty kernel and autotuning caches,
-and the wall time of the first call (trace, lowering, precompile, benchmark) is that
-problem's time. --caches shared (default): the caches are shared with Inductor's compile
-workers, as in a user's process (python/matmul_toolkit_inductor/caches.py); env:
-Inductor's fresh_cache, under which kernels the workers precompiled are compiled again
-(how this script timed before 2026-11-26). Prints one JSON object: {"seconds": [...], "median_s": ..., "versions": {...}}.
+choices, Inductor's own configs for the shape), every cache Inductor keeps fresh
+(torch._inductor.utils.fresh_cache: its kernel and autotuning caches start empty), and the
+wall time of the first call (trace, lowering, precompile, benchmark) is that problem's
+time. Prints one JSON object: {"seconds": [...], "median_s": ..., "versions": {...}}.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -45,7 +42,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problems")
     parser.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"])
-    parser.add_argument("--caches", default="shared", choices=["shared", "env"])
     args = parser.parse_args()
     try:
         with open(args.problems) as f:
@@ -61,32 +57,16 @@ def main() -> int:
     except ImportError as e:
         print(f"error: --python: torch with Inductor is needed: {e}", file=sys.stderr)
         return 2
-    shared = None
-    if args.caches == "shared":  # before the first compile starts Inductor's compile workers
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
-        from matmul_toolkit_inductor.caches import SharedFreshCaches
-
-        shared = SharedFreshCaches()
-    try:
-        return time_problems(torch, triton, inductor_config,
-                             shared.fresh if shared else fresh_cache, problems, args.search_space)
-    finally:
-        if shared:
-            shared.close()
-
-
-def time_problems(torch: Any, triton: Any, inductor_config: Any, fresh: Any, problems: list[dict[str, Any]],
-                  search_space: str) -> int:
     functions = {"mm": torch.mm, "bmm": torch.bmm, "addmm": torch.addmm}
     seconds = []
     for p in problems:
         xs = operands(torch, p)
         fn = functions[p["op"]]
         torch._dynamo.reset()
-        with fresh(), inductor_config.patch({
+        with fresh_cache(), inductor_config.patch({
                 "max_autotune": True, "max_autotune_gemm": True,
                 "max_autotune_gemm_backends": "TRITON,ATEN",
-                "max_autotune_gemm_search_space": search_space}):
+                "max_autotune_gemm_search_space": args.search_space}):
             start = time.perf_counter()
             torch.compile(lambda *a: fn(*a), dynamic=False)(*xs)
             torch.cuda.synchronize()
