@@ -25,9 +25,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
    problem's layout; addmm with the 1-D bias torch.nn.Linear passes) torch.compile
    (dynamic=False) of torch.mm / addmm / bmm, every compile from scratch (a function of
-   its own for Dynamo, torch._dynamo.reset per problem, empty Inductor and Triton caches
-   that Inductor's compile worker processes share (--caches), no local autotune or FX
-   graph cache), with max_autotune=True and max_autotune_gemm_backends="TRITON,ATEN"
+   its own for Dynamo, torch._dynamo.reset per problem, fresh_cache, no local autotune or
+   FX graph cache), with max_autotune=True and max_autotune_gemm_backends="TRITON,ATEN"
    in every variant:
      - max-autotune: Inductor's own choices (its configs and ATen), benchmarked;
      - MODEL/topK: the same with the table installed (config.lookup_table.table and a
@@ -604,61 +603,15 @@ def fresh_gemm(op: Callable[..., Any]) -> Callable[..., Any]:
     return eval("lambda *xs: op(*xs)", {"op": op})
 
 
-CACHE_ROOT: list[str] = []  # the parent of every fresh cache dir, removed at exit
-CACHE_LINKS = ("inductor", "triton")  # CACHE_ROOT/<name>: the links --caches shared re-points
+CACHE_ROOT: list[str] = []  # the parent of every fresh_cache dir, removed at exit
 
 
 def cache_root() -> str:
-    """Every compile's fresh cache dirs go under one temp dir of this run, removed at the
-    end: removing them earlier can race compile workers still writing there."""
+    """Inductor's fresh_cache dirs go under one temp dir of this run, removed at the end:
+    fresh_cache's own removal can race compile workers still writing there."""
     if not CACHE_ROOT:
         CACHE_ROOT.append(tempfile.mkdtemp(prefix="lut_e2e_cache_"))
     return CACHE_ROOT[0]
-
-
-def share_caches() -> None:
-    """--caches shared, before torch starts its compile worker processes: Inductor's and
-    Triton's cache dirs become links under cache_root() that fresh_shared_cache() re-points,
-    so the workers (which keep the environment they were started with) and this process
-    read and write the same empty dirs in every compile, as in a user's process."""
-    root = cache_root()
-    for name in CACHE_LINKS:
-        os.makedirs(os.path.join(root, "initial", name), exist_ok=True)
-        os.symlink(os.path.join(root, "initial", name), os.path.join(root, name))
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
-
-
-@contextlib.contextmanager
-def fresh_shared_cache() -> Iterator[None]:
-    """Empty Inductor and Triton caches for one compile, on disk (the links re-pointed to new
-    dirs) and in memory (clear_inductor_caches), seen by the compile workers too."""
-    from torch._inductor.utils import clear_inductor_caches
-
-    root = cache_root()
-    fresh = tempfile.mkdtemp(prefix="compile_", dir=root)
-    for name in CACHE_LINKS:
-        os.makedirs(os.path.join(fresh, name))
-        link = os.path.join(root, name)
-        os.symlink(os.path.join(fresh, name), link + ".new")
-        os.replace(link + ".new", link)
-    clear_inductor_caches()
-    try:
-        yield
-    finally:
-        clear_inductor_caches()
-
-
-def fresh_caches(mode: str) -> Any:
-    """The empty caches a compile starts from: 'shared' (fresh_shared_cache) or 'env'
-    (Inductor's fresh_cache, which points this process's environment at new dirs; compile
-    workers started earlier keep writing to the first dirs, so kernels they compile are
-    compiled again here)."""
-    if mode == "shared":
-        return fresh_shared_cache()
-    from torch._inductor.utils import fresh_cache
-
-    return fresh_cache(dir=cache_root())
 
 
 CONSTEXPR = re.compile(r"\b(BLOCK_M|BLOCK_N|BLOCK_K|GROUP_M)\s*:\s*tl\.constexpr\s*=\s*(\d+)")
@@ -698,17 +651,18 @@ def output_code(codes: list[str]) -> Iterator[None]:
 
 
 def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, variant: Variant,
-                    timing: Timing, caches: str) -> tuple[dict[str, Any], Optional[Captured]]:
+                    timing: Timing) -> tuple[dict[str, Any], Optional[Captured]]:
     """Compile from scratch with the variant's settings, check, capture for timing; a failure
     is a result, not an exception."""
     from torch._inductor import config as inductor_config
     from torch._inductor.choices import InductorChoices
+    from torch._inductor.utils import fresh_cache
 
     recorder = LookupRecorder() if variant.table is not None else None
     result: dict[str, Any] = {"runtime_ms": None, "compile_s": None}
     captured = None
     try:
-        with fresh_caches(caches), inductor_config.patch(inductor_patch(variant.table)), \
+        with fresh_cache(dir=cache_root()), inductor_config.patch(inductor_patch(variant.table)), \
                 choices_handler(recorder.handler if recorder else InductorChoices()):
             compiled = torch.compile(fresh_gemm(getattr(torch, p.op)), dynamic=False)
             codes: list[str] = []
@@ -754,12 +708,12 @@ def finish(torch: Any, results: dict[str, dict[str, Any]], captured: dict[str, C
             r["error"] = f"wrong result: max rel. error {r['max_rel_error']:.1e}"
 
 
-def warm_up(torch: Any, timing: Timing, caches: str) -> None:
+def warm_up(torch: Any, timing: Timing) -> None:
     """One untimed max-autotune compile, so process start-up (imports, compile workers) is
     charged to no variant."""
     p = Problem("mm", "nn", 1, 64, 64, 64, "float16")
     operands = make_operands(torch, p, 0)
-    compile_variant(torch, p, operands, torch.mm(*operands), Variant(AUTOTUNE), timing, caches)
+    compile_variant(torch, p, operands, torch.mm(*operands), Variant(AUTOTUNE), timing)
     torch._dynamo.reset()
 
 
@@ -775,8 +729,7 @@ def measure_problem(torch: Any, index: int, p: Problem, variants: list[Variant],
     try:
         for variant in variants:  # tables first, max-autotune last (see the module doc)
             print(f"  {p.name}: {variant.name} ...", file=sys.stderr, flush=True)
-            record["results"][variant.name], c = compile_variant(torch, p, operands, ref, variant, timing,
-                                                                 args.caches)
+            record["results"][variant.name], c = compile_variant(torch, p, operands, ref, variant, timing)
             if c is not None:
                 captured[variant.name] = c
         record["results"]["eager"], c = capture_eager(torch, p, operands, timing)
@@ -838,13 +791,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
-    p.add_argument("--caches", default="shared", choices=["shared", "env"],
-                   help="every compile starts from empty caches: 'shared' (default) points Inductor's "
-                        "and Triton's cache dirs, for this process and Inductor's compile workers alike, "
-                        "at new dirs, so a kernel a worker compiled is found here as in a user's process; "
-                        "'env' is Inductor's fresh_cache, which repoints this process only, so kernels "
-                        "the workers precompile are compiled again here (how every run before this option "
-                        "compiled)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "lut_e2e"),
                    help="output directory (default $OUT/lut_e2e, else out/lut_e2e)")
     p.add_argument("--every", type=int, default=1,
@@ -932,8 +878,6 @@ def resumed_records(args: argparse.Namespace, variants: list[Variant]) -> dict[s
         previous = json.load(f)
     if [v["name"] for v in previous.get("variants", [])] != [v.name for v in variants]:
         raise UsageError(path, "--resume: its variants differ from this run's (models, --top-k)")
-    if previous.get("caches", "env") != args.caches:
-        raise UsageError(path, f"--resume: it was compiled with --caches {previous.get('caches', 'env')}")
     return {r["problem"]: r for r in previous.get("problems", [])}
 
 
@@ -943,8 +887,6 @@ def run(args: argparse.Namespace) -> int:
     os.makedirs(args.out, exist_ok=True)
     shapeset = os.path.join(args.out, SHAPESET_NAME)
     write_atomically(shapeset, json.dumps(shapeset_document(problems), indent=2) + "\n")
-    if args.caches == "shared":
-        share_caches()
     torch, triton_version = import_torch()
     device = torch.cuda.get_device_name()
     print(f"device: {device}; torch {torch.__version__}; triton {triton_version}; CUDA {torch.version.cuda}")
@@ -954,7 +896,6 @@ def run(args: argparse.Namespace) -> int:
     result = {"device": device, "torch": torch.__version__, "triton": triton_version, "cuda": torch.version.cuda,
               "command": sys.argv, "shapeset": shapeset,
               "timing": {"min_calls": args.replays, "sample_ms": args.sample_ms, "repeats": args.repeats},
-              "caches": args.caches,
               "inductor": inductor_patch(None) | {"lookup_table.table": "per variant"},
               "variants": [{"name": v.name, "model": v.model, "top_k": v.top_k, "lut": v.lut,
                             "keys": len(v.table or {}), "export_s": v.export_s} for v in variants],
@@ -978,7 +919,7 @@ def measure_all(torch: Any, problems: list[Problem], variants: list[Variant], ar
     stopped = False
     try:
         if len(done) < len(problems):
-            warm_up(torch, Timing(args.replays, args.repeats, args.sample_ms), args.caches)
+            warm_up(torch, Timing(args.replays, args.repeats, args.sample_ms))
     except KeyboardInterrupt:
         stopped = True
     for i, p in enumerate(problems):
