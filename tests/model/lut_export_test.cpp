@@ -145,21 +145,27 @@ TEST(InductorLut, TheVendorEntryBecomesInductorsAtenChoice) {
               nlohmann::json::parse(R"([{"template_id": "aten::bmm"}])"));
 }
 
+// A config named `name`: "aten_mm" makes the vendor entry, as reference_config does.
+core::GemmConfig named(const std::string& name) {
+    core::GemmConfig config;
+    config.name = name;
+    if (name == "aten_mm") {
+        config.block_m = config.block_n = config.block_k = config.group_m = config.num_stages = config.num_warps = 1;
+    }
+    return config;
+}
+
+using Names = std::vector<std::string>;
+
+Names names(const std::vector<RankedConfig>& ranked) {
+    Names out;
+    for (const auto& r : ranked) out.push_back(r.config.name);
+    return out;
+}
+
 // --with-aten tables: the first k kernel configs, and ATen where it ranks among them.
 TEST(InductorLut, KernelConfigsAndVendorKeepKKernelConfigs) {
-    core::GemmConfig aten;
-    aten.name = "aten_mm";
-    aten.block_m = aten.block_n = aten.block_k = aten.group_m = aten.num_stages = aten.num_warps = 1;
-    core::GemmConfig a, b, c;
-    a.name = "a";
-    b.name = "b";
-    c.name = "c";
-    auto names = [](const std::vector<RankedConfig>& ranked) {
-        std::vector<std::string> out;
-        for (const auto& r : ranked) out.push_back(r.config.name);
-        return out;
-    };
-    using Names = std::vector<std::string>;
+    const auto aten = named("aten_mm"), a = named("a"), b = named("b"), c = named("c");
     // ATen ranked first: the best kernel config joins it.
     EXPECT_EQ(names(kernel_configs_and_vendor({{aten, 1}, {a, 2}, {b, 3}}, 1)), (Names{"aten_mm", "a"}));
     // ATen after the k-th kernel config: left out (the table adds it anyway).
@@ -172,19 +178,8 @@ TEST(InductorLut, KernelConfigsAndVendorKeepKKernelConfigs) {
 // --aten-within / --aten-from: ATen joins the best kernel config only where predicted close
 // to it, or where the faster of the two is predicted slow enough.
 TEST(InductorLut, KernelOrVendorPairedByMarginOrTime) {
-    core::GemmConfig aten;
-    aten.name = "aten_mm";
-    aten.block_m = aten.block_n = aten.block_k = aten.group_m = aten.num_stages = aten.num_warps = 1;
-    core::GemmConfig a, b;
-    a.name = "a";
-    b.name = "b";
-    auto names = [](const std::vector<RankedConfig>& ranked) {
-        std::vector<std::string> out;
-        for (const auto& r : ranked) out.push_back(r.config.name);
-        return out;
-    };
+    const auto aten = named("aten_mm"), a = named("a"), b = named("b");
     auto within = [](double margin) { return AtenPairing{margin}; };
-    using Names = std::vector<std::string>;
     // Kernel 1.0 ms, ATen 1.2 ms: paired within 20 % or more, the kernel alone below.
     EXPECT_EQ(names(kernel_or_vendor({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, within(0.25))), (Names{"a", "aten_mm"}));
     EXPECT_EQ(names(kernel_or_vendor({{a, 1.0}, {b, 1.1}, {aten, 1.2}}, within(0.2))), (Names{"a", "aten_mm"}));
