@@ -107,9 +107,13 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
         ->capture_default_str();
     cmd.add_option("--top-n-worst", o.top_n_worst, "Worst test predictions to list")->capture_default_str();
     cmd.add_option("--ranking-weight", o.ranking_weight,
-                   "Weight of a within-problem term added to the MSE of ln time: each prediction's offset "
-                   "from its problem's mean against the measured offset (what ranking needs), rows batched "
-                   "problem by problem; 0: the MSE alone")
+                   "Weight of a within-problem term (--ranking-loss) added to the MSE of ln time, rows "
+                   "batched problem by problem; 0: the MSE alone")
+        ->capture_default_str();
+    cmd.add_option("--ranking-loss", o.ranking_loss,
+                   "The within-problem term --ranking-weight weighs: offset (each prediction's offset from "
+                   "its problem's mean against the measured one, squared) or pairwise (a logistic loss on "
+                   "the predicted order of each two configs of a problem more than 5 % apart)")
         ->capture_default_str();
     cmd.add_option("--ensemble", o.ensemble,
                    "Train this many networks (seeds seed, seed+1, ...) on the same split and save their "
@@ -168,6 +172,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.seed = global.seed;
     t.vendor_rows = !o.no_vendor_rows;
     t.ranking_weight = o.ranking_weight;
+    t.ranking_loss = model::parse_ranking_loss(o.ranking_loss);
     t.ensemble = o.ensemble;
     t.eval_every = o.eval_every;
     t.threads = o.threads;

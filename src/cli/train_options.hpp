@@ -37,6 +37,7 @@ struct TrainCliOptions {
     int top_n_worst = 10;
     bool no_vendor_rows = false;
     double ranking_weight = 0.0;
+    std::string ranking_loss = "pairwise";
     int ensemble = 1;
     int folds = 0;
     int tune = 0;

@@ -21,6 +21,12 @@
 #endif
 
 namespace mmt::model {
+
+RankingLoss parse_ranking_loss(const std::string& name) {
+    if (name == "offset") return RankingLoss::offset;
+    if (name == "pairwise") return RankingLoss::pairwise;
+    throw core::InputError("--ranking-loss", "unknown loss '" + name + "' (expected offset or pairwise)");
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -213,6 +219,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     const auto n = static_cast<std::int64_t>(train.rows);
     const std::int64_t batch = options.batch_size;
     const bool ranking = options.ranking_weight > 0.0;
+    const RankingTerm ranking_term{options.ranking_weight, options.ranking_loss};
     StateCopy best_state = copy_state(net);
     double best_loss = std::numeric_limits<double>::infinity();
     int epochs_without_improvement = 0;
@@ -220,7 +227,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
 #ifdef MMT_TRAINING_CUDA_GRAPHS
     std::unique_ptr<TrainingStepGraph> graphed;
     if (device.is_cuda() && options.cuda_graph.value_or(true) && n >= batch)
-        graphed = std::make_unique<TrainingStepGraph>(net, optimizer, x_train, y_train, batch, options.ranking_weight);
+        graphed = std::make_unique<TrainingStepGraph>(net, optimizer, x_train, y_train, batch, ranking_term);
 #endif
 
     for (int epoch = 1; epoch <= options.num_epochs; ++epoch) {
@@ -281,7 +288,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
                 continue;
             }
 #endif
-            const at::Tensor loss = training_step(net, optimizer, x_train, y_train, index, group, options.ranking_weight);
+            const at::Tensor loss = training_step(net, optimizer, x_train, y_train, index, group, ranking_term);
             loss_sum += loss * static_cast<double>(end - batch_start);
             rows_used += end - batch_start;
         }

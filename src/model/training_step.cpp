@@ -1,5 +1,6 @@
 #include "training_step.hpp"
 
+#include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/loss.h>
 
 namespace mmt::model {
@@ -18,14 +19,38 @@ at::Tensor within_problem_loss(const at::Tensor& predicted, const at::Tensor& me
     return (error - member.matmul(member.t().matmul(error) / counts)).pow(2).mean();
 }
 
+namespace {
+// Pairs closer than 5 % in time are left out; a pair ordered right by 0.1 in ln time costs
+// under 1 % of a wrong one.
+constexpr double kPairMargin = 0.05;
+constexpr double kPairSharpness = 30.0;
+}  // namespace
+
+at::Tensor pairwise_ranking_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group) {
+    const at::Tensor p = predicted.view({-1});
+    const at::Tensor y = measured.view({-1});
+    // [i][j]: row j measured slower than row i, both of one problem.
+    const at::Tensor slower = (group.view({-1, 1}) == group.view({1, -1})) &
+                              (y.view({1, -1}) - y.view({-1, 1}) > kPairMargin);
+    const at::Tensor weight = slower.to(p.scalar_type());
+    const at::Tensor order = p.view({1, -1}) - p.view({-1, 1});  // p_j - p_i, > 0 when right
+    const at::Tensor pair_loss = torch::nn::functional::softplus(order * -kPairSharpness) / kPairSharpness;
+    return (pair_loss * weight).sum() / weight.sum().clamp_min(1.0);
+}
+
 at::Tensor training_step(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
-                         const at::Tensor& index, const at::Tensor& group, double ranking_weight) {
+                         const at::Tensor& index, const at::Tensor& group, const RankingTerm& ranking) {
     const at::Tensor xb = x.index_select(0, index);
     const at::Tensor yb = y.index_select(0, index);
     optimizer.zero_grad();
     const at::Tensor predicted = net->forward(xb);
     at::Tensor loss = torch::nn::functional::mse_loss(predicted, yb);
-    if (ranking_weight > 0.0) loss = loss + ranking_weight * within_problem_loss(predicted, yb, group, index.numel());
+    if (ranking.weight > 0.0) {
+        const at::Tensor term = ranking.loss == RankingLoss::pairwise
+                                    ? pairwise_ranking_loss(predicted, yb, group)
+                                    : within_problem_loss(predicted, yb, group, index.numel());
+        loss = loss + ranking.weight * term;
+    }
     loss.backward();
     optimizer.step();
     return loss.detach();

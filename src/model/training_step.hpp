@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include "flat_adam.hpp"
+#include "matmul_toolkit/model/trainer.hpp"
 #include "networks.hpp"
 
 namespace mmt::model {
@@ -18,11 +19,24 @@ namespace mmt::model {
 at::Tensor within_problem_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group,
                                std::int64_t groups);
 
+/// Over the ordered pairs (i, j) of rows of one problem whose measured ln times differ by
+/// more than kPairMargin (y_j > y_i + margin: ties within the timing noise say nothing),
+/// the mean of softplus(-s (p_j - p_i)) / s with s = kPairSharpness: near zero once the
+/// prediction orders the pair right by a few hundredths of ln time, a hinge that grows
+/// with the wrong order. Mean over the pairs; 0 when the batch holds none. No host sync.
+at::Tensor pairwise_ranking_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group);
+
+/// The within-problem term of a training step and its weight (0: none).
+struct RankingTerm {
+    double weight = 0.0;
+    RankingLoss loss = RankingLoss::pairwise;
+};
+
 /// Gathers the rows `index` of `x` and `y`, and minimises the MSE of ln time plus
-/// `ranking_weight` × within_problem_loss over `group` (the rows' problems, numbered within
+/// `ranking.weight` × the ranking term over `group` (the rows' problems, numbered within
 /// the batch; unused when the weight is 0): zero_grad, forward, backward, optimizer step.
 /// Returns the batch's mean loss, detached, on the device (no host sync).
 at::Tensor training_step(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
-                         const at::Tensor& index, const at::Tensor& group, double ranking_weight);
+                         const at::Tensor& index, const at::Tensor& group, const RankingTerm& ranking);
 
 }  // namespace mmt::model

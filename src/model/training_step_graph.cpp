@@ -24,9 +24,9 @@ struct TrainingStepGraph::Capture {
 };
 
 TrainingStepGraph::TrainingStepGraph(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
-                                     std::int64_t batch_rows, double ranking_weight)
+                                     std::int64_t batch_rows, const RankingTerm& ranking)
     : m_net(net), m_optimizer(optimizer), m_x(x), m_y(y), m_batch_rows(batch_rows),
-      m_ranking_weight(ranking_weight), m_capture(std::make_unique<Capture>()) {
+      m_ranking(ranking), m_capture(std::make_unique<Capture>()) {
     if (!x.is_cuda()) throw core::Error("training", "a CUDA-graph step needs the rows on a CUDA device");
     m_index = torch::zeros({batch_rows}, x.options().dtype(at::kLong));
     m_group = torch::zeros({batch_rows}, x.options().dtype(at::kLong));
@@ -39,7 +39,7 @@ TrainingStepGraph::~TrainingStepGraph() = default;
 void TrainingStepGraph::reset_loss_sum() { m_loss_sum.zero_(); }
 
 void TrainingStepGraph::run_step() {
-    const at::Tensor loss = training_step(m_net, m_optimizer, m_x, m_y, m_index, m_group, m_ranking_weight);
+    const at::Tensor loss = training_step(m_net, m_optimizer, m_x, m_y, m_index, m_group, m_ranking);
     torch::NoGradGuard no_grad;
     m_loss_sum.add_(loss * static_cast<double>(m_batch_rows));
 }
@@ -48,11 +48,11 @@ void TrainingStepGraph::step(const at::Tensor& index, const at::Tensor& group) {
     if (index.numel() != m_batch_rows) {
         throw core::Error("training", "a CUDA-graph step takes batches of " + std::to_string(m_batch_rows) + " rows");
     }
-    if (m_ranking_weight > 0.0 && (!group.defined() || group.numel() != m_batch_rows)) {
+    if (m_ranking.weight > 0.0 && (!group.defined() || group.numel() != m_batch_rows)) {
         throw core::Error("training", "a CUDA-graph step with a ranking term needs each row's problem");
     }
     m_index.copy_(index);
-    if (m_ranking_weight > 0.0) m_group.copy_(group);
+    if (m_ranking.weight > 0.0) m_group.copy_(group);
     if (m_capture->captured) {
         m_capture->graph.replay();
         return;

@@ -21,10 +21,10 @@ namespace mmt::model {
 class TrainingStepGraph {
 public:
     /// `x` and `y`: the training rows, resident on a CUDA device; every captured step
-    /// gathers `batch_rows` of them by index and runs training_step (with `ranking_weight`).
+    /// gathers `batch_rows` of them by index and runs training_step (with `ranking`).
     /// Switches `optimizer` to a device-side step count.
     TrainingStepGraph(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor& x, const at::Tensor& y,
-                      std::int64_t batch_rows, double ranking_weight = 0.0);
+                      std::int64_t batch_rows, const RankingTerm& ranking = {});
     ~TrainingStepGraph();
     TrainingStepGraph(const TrainingStepGraph&) = delete;
     TrainingStepGraph& operator=(const TrainingStepGraph&) = delete;
@@ -46,7 +46,7 @@ private:
     FlatAdam& m_optimizer;
     at::Tensor m_x, m_y, m_index, m_group, m_loss_sum;
     std::int64_t m_batch_rows;
-    double m_ranking_weight;
+    RankingTerm m_ranking;
     int m_steps = 0;
     std::unique_ptr<Capture> m_capture;
 };

@@ -74,7 +74,7 @@ std::vector<at::Tensor> batch_groups(int steps) {
     return groups;
 }
 
-void expect_replays_match_eager_steps(double ranking_weight) {
+void expect_replays_match_eager_steps(const RankingTerm& ranking) {
     RuntimeNet graphed_net = training_net(0.0);
     RuntimeNet eager_net = copy_of(graphed_net);
     const auto [x, y] = training_rows();
@@ -82,7 +82,7 @@ void expect_replays_match_eager_steps(double ranking_weight) {
     FlatAdam graphed_adam(graphed_net->parameters(), 3e-3, 1e-4);
     FlatAdam eager_adam(eager_net->parameters(), 3e-3, 1e-4);
     eager_adam.keep_step_on_device();  // the same bias-correction arithmetic on both sides
-    TrainingStepGraph graph(graphed_net, graphed_adam, x, y, kBatch, ranking_weight);
+    TrainingStepGraph graph(graphed_net, graphed_adam, x, y, kBatch, ranking);
 
     const int steps = 8;  // 3 warm-up, the capture, 4 replays
     const auto indices = batch_indices(steps);
@@ -91,7 +91,7 @@ void expect_replays_match_eager_steps(double ranking_weight) {
     for (int s = 0; s < steps; ++s) {
         graph.step(indices[s], groups[s]);
         eager_loss_sum +=
-            training_step(eager_net, eager_adam, x, y, indices[s], groups[s], ranking_weight) * static_cast<double>(kBatch);
+            training_step(eager_net, eager_adam, x, y, indices[s], groups[s], ranking) * static_cast<double>(kBatch);
     }
     EXPECT_NEAR(graph.loss_sum().item<double>(), eager_loss_sum.item<double>(), 1e-4 * eager_loss_sum.item<double>());
     const auto a = graphed_net->state_dict(), b = eager_net->state_dict();
@@ -109,12 +109,13 @@ void expect_replays_match_eager_steps(double ranking_weight) {
 
 TEST(TrainingStepGraph, ReplaysStepToWhereEagerStepsGo) {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-    expect_replays_match_eager_steps(0.0);
+    expect_replays_match_eager_steps({});
 }
 
 TEST(TrainingStepGraph, ReplaysRankingStepToWhereEagerStepsGo) {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-    expect_replays_match_eager_steps(3.0);
+    expect_replays_match_eager_steps({3.0, RankingLoss::offset});
+    expect_replays_match_eager_steps({3.0, RankingLoss::pairwise});
 }
 
 TEST(TrainingStepGraph, DropoutDrawsNewMasksOnEveryReplay) {

@@ -3,6 +3,8 @@
 
 #include "training_step.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 #include <torch/nn/functional/loss.h>
 
@@ -49,7 +51,7 @@ TEST(TrainingStep, WithoutRankingWeightIsOneMseStep) {
     }
     const auto before = net->parameters().front().detach().clone();
     FlatAdam adam(net->parameters(), 1e-2, 0.0);
-    const auto loss = training_step(net, adam, x, y, index, at::Tensor(), 0.0);
+    const auto loss = training_step(net, adam, x, y, index, at::Tensor(), {});
     EXPECT_FALSE(loss.requires_grad());
     EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-6);
     EXPECT_FALSE(torch::equal(before, net->parameters().front()));  // the step moved the weights
@@ -68,13 +70,59 @@ TEST(TrainingStep, RankingWeightAddsTheWithinProblemTerm) {
         RuntimeNet net(spec, 4);
         net->train();
         FlatAdam adam(net->parameters(), 1e-2, 0.0);
-        losses[with_ranking] = training_step(net, adam, x, y, index, group, with_ranking ? 2.0 : 0.0).item<double>();
+        const RankingTerm ranking{with_ranking ? 2.0 : 0.0, RankingLoss::offset};
+        losses[with_ranking] = training_step(net, adam, x, y, index, group, ranking).item<double>();
     }
     torch::manual_seed(3);
     RuntimeNet net(spec, 4);
     net->train();
     torch::NoGradGuard no_grad;
     const auto ranking = within_problem_loss(net->forward(x), y, group, 6).item<double>();
+    EXPECT_GT(ranking, 0.0);
+    EXPECT_NEAR(losses[1], losses[0] + 2.0 * ranking, 1e-5);
+}
+
+// Problem 0: rows 0 and 1 are 1.0 apart in ln time, rows 2 and 1 0.98, rows 0 and 2 only
+// 0.02 (within the 5 % margin: no pair); row 3, of problem 1, pairs with none of them.
+TEST(TrainingStep, PairwiseRankingLossScoresThePredictedOrderOfDistinctTimes) {
+    const auto group = torch::tensor({0, 0, 0, 1}, torch::kLong);
+    const auto measured = torch::tensor({0.0, 1.0, 0.02, -5.0}).view({-1, 1});
+    const double s = 30.0;
+    auto softplus = [](double v) { return std::log1p(std::exp(v)); };
+    // Right order: p1 - p0 = 1.0, p1 - p2 = 0.5.
+    const auto right = pairwise_ranking_loss(torch::tensor({0.0, 1.0, 0.5, 9.0}).view({-1, 1}), measured, group);
+    EXPECT_NEAR(right.item<double>(), (softplus(-s * 1.0) + softplus(-s * 0.5)) / s / 2.0, 1e-9);
+    // Wrong order: p1 - p0 = -1.0, p1 - p2 = -0.5: about the size of the error.
+    const auto wrong = pairwise_ranking_loss(torch::tensor({1.0, 0.0, 0.5, 9.0}).view({-1, 1}), measured, group);
+    EXPECT_NEAR(wrong.item<double>(), (softplus(s * 1.0) + softplus(s * 0.5)) / s / 2.0, 1e-6);
+    EXPECT_NEAR(wrong.item<double>(), 0.75, 1e-3);
+    // No pair apart by more than the margin: 0.
+    const auto none = pairwise_ranking_loss(torch::tensor({3.0, 1.0}).view({-1, 1}),
+                                            torch::tensor({0.0, 0.01}).view({-1, 1}), torch::tensor({0, 0}, torch::kLong));
+    EXPECT_EQ(none.item<double>(), 0.0);
+}
+
+TEST(TrainingStep, PairwiseRankingTermIsAddedWithItsWeight) {
+    ModelSpec spec;
+    spec.hidden_dims = {8};
+    spec.dropout_rate = 0.0;
+    const auto x = torch::randn({6, 4}), y = torch::randn({6, 1});
+    const auto index = torch::tensor({0, 1, 2, 3, 4, 5}, torch::kLong);
+    const auto group = torch::tensor({0, 0, 0, 1, 1, 1}, torch::kLong);
+    double losses[2];
+    for (int with_ranking = 0; with_ranking < 2; ++with_ranking) {
+        torch::manual_seed(3);
+        RuntimeNet net(spec, 4);
+        net->train();
+        FlatAdam adam(net->parameters(), 1e-2, 0.0);
+        const RankingTerm ranking{with_ranking ? 2.0 : 0.0, RankingLoss::pairwise};
+        losses[with_ranking] = training_step(net, adam, x, y, index, group, ranking).item<double>();
+    }
+    torch::manual_seed(3);
+    RuntimeNet net(spec, 4);
+    net->train();
+    torch::NoGradGuard no_grad;
+    const auto ranking = pairwise_ranking_loss(net->forward(x), y, group).item<double>();
     EXPECT_GT(ranking, 0.0);
     EXPECT_NEAR(losses[1], losses[0] + 2.0 * ranking, 1e-5);
 }
