@@ -57,7 +57,8 @@ TEST(TrainingStep, WithoutRankingWeightIsOneMseStep) {
     EXPECT_FALSE(torch::equal(before, net->parameters().front()));  // the step moved the weights
 }
 
-TEST(TrainingStep, RankingWeightAddsTheWithinProblemTerm) {
+// A step with the ranking term at weight 2 returns the plain step's loss plus 2 × the term.
+void expect_ranking_term_added(RankingLoss kind) {
     ModelSpec spec;
     spec.hidden_dims = {8};
     spec.dropout_rate = 0.0;
@@ -70,17 +71,24 @@ TEST(TrainingStep, RankingWeightAddsTheWithinProblemTerm) {
         RuntimeNet net(spec, 4);
         net->train();
         FlatAdam adam(net->parameters(), 1e-2, 0.0);
-        const RankingTerm ranking{with_ranking ? 2.0 : 0.0, RankingLoss::offset};
+        const RankingTerm ranking{with_ranking ? 2.0 : 0.0, kind};
         losses[with_ranking] = training_step(net, adam, x, y, index, group, ranking).item<double>();
     }
     torch::manual_seed(3);
     RuntimeNet net(spec, 4);
     net->train();
     torch::NoGradGuard no_grad;
-    const auto ranking = within_problem_loss(net->forward(x), y, group, 6).item<double>();
-    EXPECT_GT(ranking, 0.0);
-    EXPECT_NEAR(losses[1], losses[0] + 2.0 * ranking, 1e-5);
+    const auto predicted = net->forward(x);
+    const double term = (kind == RankingLoss::pairwise ? pairwise_ranking_loss(predicted, y, group)
+                                                        : within_problem_loss(predicted, y, group, 6))
+                            .item<double>();
+    EXPECT_GT(term, 0.0);
+    EXPECT_NEAR(losses[1], losses[0] + 2.0 * term, 1e-5);
 }
+
+TEST(TrainingStep, RankingWeightAddsTheWithinProblemTerm) { expect_ranking_term_added(RankingLoss::offset); }
+
+TEST(TrainingStep, RankingWeightAddsThePairwiseTerm) { expect_ranking_term_added(RankingLoss::pairwise); }
 
 // Problem 0: rows 0 and 1 are 1.0 apart in ln time, rows 2 and 1 0.98, rows 0 and 2 only
 // 0.02 (within the 5 % margin: no pair); row 3, of problem 1, pairs with none of them.
@@ -100,31 +108,6 @@ TEST(TrainingStep, PairwiseRankingLossScoresThePredictedOrderOfDistinctTimes) {
     const auto none = pairwise_ranking_loss(torch::tensor({3.0, 1.0}).view({-1, 1}),
                                             torch::tensor({0.0, 0.01}).view({-1, 1}), torch::tensor({0, 0}, torch::kLong));
     EXPECT_EQ(none.item<double>(), 0.0);
-}
-
-TEST(TrainingStep, PairwiseRankingTermIsAddedWithItsWeight) {
-    ModelSpec spec;
-    spec.hidden_dims = {8};
-    spec.dropout_rate = 0.0;
-    const auto x = torch::randn({6, 4}), y = torch::randn({6, 1});
-    const auto index = torch::tensor({0, 1, 2, 3, 4, 5}, torch::kLong);
-    const auto group = torch::tensor({0, 0, 0, 1, 1, 1}, torch::kLong);
-    double losses[2];
-    for (int with_ranking = 0; with_ranking < 2; ++with_ranking) {
-        torch::manual_seed(3);
-        RuntimeNet net(spec, 4);
-        net->train();
-        FlatAdam adam(net->parameters(), 1e-2, 0.0);
-        const RankingTerm ranking{with_ranking ? 2.0 : 0.0, RankingLoss::pairwise};
-        losses[with_ranking] = training_step(net, adam, x, y, index, group, ranking).item<double>();
-    }
-    torch::manual_seed(3);
-    RuntimeNet net(spec, 4);
-    net->train();
-    torch::NoGradGuard no_grad;
-    const auto ranking = pairwise_ranking_loss(net->forward(x), y, group).item<double>();
-    EXPECT_GT(ranking, 0.0);
-    EXPECT_NEAR(losses[1], losses[0] + 2.0 * ranking, 1e-5);
 }
 
 }  // namespace
