@@ -10,6 +10,7 @@
 
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
+#include "matmul_toolkit/model/lut_export.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "report_json.hpp"
 
@@ -114,9 +115,10 @@ struct Accumulator {
         log_fraction_vendor_sum += best - paired;
         ++vendor_problems;
         const double alone = predicted[kernel] <= predicted[vendor] ? actual[kernel] : actual[vendor];
-        const double gap = std::abs(predicted[kernel] - predicted[vendor]);  // ln of the predicted ratio
+        // Predictions are ln(ms).
+        const double kernel_ms = std::exp(predicted[kernel]), vendor_ms = std::exp(predicted[vendor]);
         for (std::size_t m = 0; m < kAtenMargins.size(); ++m) {
-            const bool pair = gap <= std::log1p(kAtenMargins[m]);
+            const bool pair = pairs_with_vendor(kernel_ms, vendor_ms, AtenPairing{kAtenMargins[m]});
             log_fraction_within_sum[m] += best - (pair ? paired : alone);
             paired_within[m] += pair ? 1 : 0;
         }

@@ -185,6 +185,11 @@ std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConf
     return kept;
 }
 
+bool pairs_with_vendor(double kernel_ms, double vendor_ms, const AtenPairing& rule) {
+    const double faster = std::min(kernel_ms, vendor_ms), slower = std::max(kernel_ms, vendor_ms);
+    return slower <= faster * (1.0 + rule.margin) || faster >= rule.from_ms;
+}
+
 std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& ranked, const AtenPairing& rule) {
     const auto is_vendor = [](const RankedConfig& r) { return collect::is_reference_config(r.config); };
     const auto kernel = std::find_if_not(ranked.begin(), ranked.end(), is_vendor);
@@ -192,9 +197,7 @@ std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& rank
     if (kernel == ranked.end() || vendor == ranked.end()) {
         throw core::Error("--with-aten", "the ranking needs a kernel config and the vendor entry");
     }
-    const double faster = std::min(kernel->predicted_ms, vendor->predicted_ms);
-    const double slower = std::max(kernel->predicted_ms, vendor->predicted_ms);
-    if (slower <= faster * (1.0 + rule.margin) || faster >= rule.from_ms) {
+    if (pairs_with_vendor(kernel->predicted_ms, vendor->predicted_ms, rule)) {
         if (vendor < kernel) return {*vendor, *kernel};
         return {*kernel, *vendor};
     }

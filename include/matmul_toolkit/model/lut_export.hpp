@@ -44,6 +44,10 @@ struct AtenPairing {
     double from_ms = std::numeric_limits<double>::infinity();
 };
 
+/// Whether `rule` pairs a kernel config predicted at `kernel_ms` with the vendor entry
+/// predicted at `vendor_ms` (what kernel_or_vendor writes and the evaluator scores).
+bool pairs_with_vendor(double kernel_ms, double vendor_ms, const AtenPairing& rule);
+
 /// From a best-first ranking of every candidate, the best kernel config and the vendor
 /// entry where `rule` pairs them (Inductor times the two), else the one predicted faster
 /// alone (Inductor compiles one kernel, or none, and times nothing). Throws core::Error
