@@ -1,4 +1,4 @@
-// `train --dataset F | --data-dir D`: fit a runtime model on a dataset, save it and its logs.
+// `train --dataset F [--dataset G ...] | --data-dir D`: fit a runtime model on a dataset, save it and its logs.
 
 #include <memory>
 #include <string>
@@ -13,13 +13,14 @@ namespace mmt::cli {
 namespace {
 
 struct TrainCommandOptions {
-    std::string dataset;
+    std::vector<std::string> datasets;
     std::string data_dir;
     std::vector<std::string> file_extensions{"json", "msgpack"};
     TrainCliOptions training;
 
     void add_to(CLI::App& cmd) {
-        auto* file = cmd.add_option("--dataset", dataset, "Dataset file (.json / .msgpack) to train on");
+        auto* file = cmd.add_option("--dataset", datasets,
+                                    "Dataset file (.json / .msgpack) to train on; given several times, the files are merged");
         auto* dir = cmd.add_option("--data-dir", data_dir, "Directory of dataset files to train on (merged)");
         file->excludes(dir);
         cmd.add_option("--file-extensions", file_extensions, "Extensions of the files read from --data-dir")
@@ -29,12 +30,18 @@ struct TrainCommandOptions {
 };
 
 int run_train(const TrainCommandOptions& o, const GlobalOptions& global) {
-    if (o.dataset.empty() && o.data_dir.empty()) {
+    if (o.datasets.empty() && o.data_dir.empty()) {
         throw core::InputError("--dataset", "give a dataset: --dataset FILE or --data-dir DIR");
     }
-    const std::string source = o.dataset.empty() ? o.data_dir : o.dataset;
-    const auto dataset = o.dataset.empty() ? core::load_dataset_dir(o.data_dir, o.file_extensions)
-                                           : core::load_dataset_any(o.dataset, o.file_extensions);
+    if (!o.data_dir.empty()) {
+        return run_training(o.training, core::load_dataset_dir(o.data_dir, o.file_extensions), o.data_dir, global);
+    }
+    core::Dataset dataset = core::load_dataset_any(o.datasets.front(), o.file_extensions);
+    std::string source = o.datasets.front();
+    for (std::size_t i = 1; i < o.datasets.size(); ++i) {
+        dataset.merge(core::load_dataset_any(o.datasets[i], o.file_extensions));
+        source += " + " + o.datasets[i];
+    }
     return run_training(o.training, dataset, source, global);
 }
 

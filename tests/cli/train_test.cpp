@@ -2,6 +2,8 @@
 // gives one error line and exit code 2.
 
 #include <filesystem>
+#include <regex>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -75,6 +77,35 @@ TEST_F(TrainCommand, ReadsADirectoryOfDatasetFiles) {
     const auto r = train({"--data-dir", (dir / "data").string(), "--file-extensions", "json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(fs::exists(dir / "m.pt"));
+}
+
+// Problems in training + validation + test, from "... of P problems (validation V, test T problems)".
+int problems_trained_on(const std::string& out) {
+    const std::regex summary(R"(of (\d+) problems \(validation (\d+), test (\d+) problems\))");
+    std::smatch m;
+    if (!std::regex_search(out, m, summary)) return -1;
+    return std::stoi(m[1]) + std::stoi(m[2]) + std::stoi(m[3]);
+}
+
+TEST_F(TrainCommand, MergesTheDatasetsGivenSeveralTimes) {
+    // The sample's problems split over two files: given both, training sees them all.
+    const auto table = core::load_dataset(testing::sample_dataset()).to_table();
+    ASSERT_GE(table.size(), 4u);
+    core::Dataset first;
+    core::Dataset second;
+    for (std::size_t i = 0; i < table.size(); ++i) {
+        for (const auto& timing : table[i].sorted_configs) {
+            (i % 2 == 0 ? first : second).add_timing(table[i].hardware, table[i].op, table[i].shape, timing);
+        }
+    }
+    core::save_dataset(first, dir / "first.json");
+    core::save_dataset(second, dir / "second.json");
+    const auto one = train({"--dataset", (dir / "first.json").string()});
+    const auto both = train({"--dataset", (dir / "first.json").string(), "--dataset", (dir / "second.json").string()});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    ASSERT_EQ(both.exit_code, 0) << both.err;
+    EXPECT_EQ(problems_trained_on(one.out), static_cast<int>(first.num_problems())) << one.out;
+    EXPECT_EQ(problems_trained_on(both.out), static_cast<int>(table.size())) << both.out;
 }
 
 TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
