@@ -83,9 +83,13 @@ collect_until_time() {
 }
 
 # DEFAULT_WORKERS=2 overlaps one worker's compile with the other's benchmarking.
+# COLLECT_FLAGS adds collect options, e.g. the small-M (decode) set:
+#   DEFAULT_DATA=data/datasets/h200_inductor_default_small_m.msgpack NUM_SHAPES=120 \
+#   COLLECT_FLAGS="--min-size 1 --log-normal-m-mean 2.0 --log-normal-m-std 1.2"
 step_collect() {
+  # shellcheck disable=SC2086 # COLLECT_FLAGS is a list of options
   collect_until_time collect_default "$default_data" --num-shapes "${NUM_SHAPES:-400}" --search-space DEFAULT \
-    --workers-per-device "${DEFAULT_WORKERS:-1}"
+    --workers-per-device "${DEFAULT_WORKERS:-1}" ${COLLECT_FLAGS:-}
 }
 
 # Each worker compiles a problem's hundreds of choices on its process pool, and two workers
