@@ -35,11 +35,51 @@ void relu(float* y, std::size_t n) {
 
 void apply(const DenseLayer& layer, const float* x, std::size_t rows, std::vector<float>& y) {
     fill_bias(layer, rows, y);
-    accumulate_product(x, rows, layer.in, layer.weight.data(), layer.out, y.data());
+    const std::size_t in = layer.in / layer.groups, out = layer.out / layer.groups;
+    for (std::size_t g = 0; g < layer.groups; ++g) {
+        accumulate_product(x + g * in, layer.in, rows, in, layer.weight.data() + g * in * out, out,
+                           y.data() + g * out, layer.out);
+    }
     if (layer.relu) relu(y.data(), rows * layer.out);
 }
 
+/// Whether every weight outside the diagonal blocks of a split into `groups` is zero.
+bool block_diagonal(const std::vector<float>& weight, std::size_t in, std::size_t out, std::size_t groups) {
+    const std::size_t in_group = in / groups, out_group = out / groups;
+    for (std::size_t i = 0; i < in; ++i) {
+        for (std::size_t o = 0; o < out; ++o) {
+            if (i / in_group != o / out_group && weight[i * out + o] != 0.0f) return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
+
+DenseLayer make_dense_layer(std::size_t in, std::size_t out, std::vector<float> weight, std::vector<float> bias,
+                            bool relu, bool find_blocks) {
+    DenseLayer layer;
+    layer.in = in;
+    layer.out = out;
+    layer.bias = std::move(bias);
+    layer.relu = relu;
+    // Trained weights are never exactly zero by chance: a whole zero block comes from an ensemble.
+    for (std::size_t groups = find_blocks ? std::min(in, out) : 1; groups >= 2; --groups) {
+        if (in % groups != 0 || out % groups != 0 || !block_diagonal(weight, in, out, groups)) continue;
+        const std::size_t in_group = in / groups, out_group = out / groups;
+        layer.groups = groups;
+        layer.weight.reserve(in_group * out_group * groups);
+        for (std::size_t g = 0; g < groups; ++g) {
+            for (std::size_t i = 0; i < in_group; ++i) {
+                const float* row = weight.data() + (g * in_group + i) * out + g * out_group;
+                layer.weight.insert(layer.weight.end(), row, row + out_group);
+            }
+        }
+        return layer;
+    }
+    layer.weight = std::move(weight);
+    return layer;
+}
 
 namespace {
 
@@ -58,24 +98,25 @@ inline void store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
 /// kRows rows × kColTile outputs from column `o`: the accumulators stay in registers while
 /// the inputs stream past, so each weight load serves kRows rows.
 template <std::size_t kRows>
-inline void tile(const float* x, std::size_t in, const float* weight, std::size_t out, std::size_t o, float* y) {
+inline void tile(const float* x, std::size_t x_stride, std::size_t in, const float* weight, std::size_t out,
+                 std::size_t o, float* y, std::size_t y_stride) {
     Vec acc[kRows];
-    for (std::size_t t = 0; t < kRows; ++t) acc[t] = load(y + t * out + o);
+    for (std::size_t t = 0; t < kRows; ++t) acc[t] = load(y + t * y_stride + o);
     for (std::size_t i = 0; i < in; ++i) {
         const Vec w = load(weight + i * out + o);
-        for (std::size_t t = 0; t < kRows; ++t) acc[t] += x[t * in + i] * w;
+        for (std::size_t t = 0; t < kRows; ++t) acc[t] += x[t * x_stride + i] * w;
     }
-    for (std::size_t t = 0; t < kRows; ++t) store(y + t * out + o, acc[t]);
+    for (std::size_t t = 0; t < kRows; ++t) store(y + t * y_stride + o, acc[t]);
 }
 
 /// Outputs from column `from` on, one at a time (widths that are not a multiple of kColTile).
-inline void tail_columns(const float* x, std::size_t rows, std::size_t in, const float* weight, std::size_t out,
-                         std::size_t from, float* y) {
+inline void tail_columns(const float* x, std::size_t x_stride, std::size_t rows, std::size_t in,
+                         const float* weight, std::size_t out, std::size_t from, float* y, std::size_t y_stride) {
     for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t o = from; o < out; ++o) {
             float sum = 0.0f;
-            for (std::size_t i = 0; i < in; ++i) sum += x[r * in + i] * weight[i * out + o];
-            y[r * out + o] += sum;
+            for (std::size_t i = 0; i < in; ++i) sum += x[r * x_stride + i] * weight[i * out + o];
+            y[r * y_stride + o] += sum;
         }
     }
 }
@@ -83,19 +124,19 @@ inline void tail_columns(const float* x, std::size_t rows, std::size_t in, const
 }  // namespace
 
 MMT_VECTOR_CLONES
-void accumulate_product(const float* x, std::size_t rows, std::size_t in, const float* weight,
-                        std::size_t out, float* y) {
+void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, std::size_t in,
+                        const float* weight, std::size_t out, float* y, std::size_t y_stride) {
     if (out == 1) {
         // A dot product per row, kColTile partial sums at a time.
         const std::size_t full = in - in % kColTile;
         for (std::size_t r = 0; r < rows; ++r) {
-            const float* xr = x + r * in;
+            const float* xr = x + r * x_stride;
             Vec lanes = {};
             for (std::size_t i = 0; i < full; i += kColTile) lanes += load(xr + i) * load(weight + i);
             float sum = 0.0f;
             for (std::size_t l = 0; l < kColTile; ++l) sum += lanes[l];
             for (std::size_t i = full; i < in; ++i) sum += xr[i] * weight[i];
-            y[r] += sum;
+            y[r * y_stride] += sum;
         }
         return;
     }
@@ -103,13 +144,15 @@ void accumulate_product(const float* x, std::size_t rows, std::size_t in, const 
     std::size_t r = 0;
     for (; r + kRowTile <= rows; r += kRowTile) {
         for (std::size_t o = 0; o < full_cols; o += kColTile) {
-            tile<kRowTile>(x + r * in, in, weight, out, o, y + r * out);
+            tile<kRowTile>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
         }
     }
     for (; r < rows; ++r) {
-        for (std::size_t o = 0; o < full_cols; o += kColTile) tile<1>(x + r * in, in, weight, out, o, y + r * out);
+        for (std::size_t o = 0; o < full_cols; o += kColTile) {
+            tile<1>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
+        }
     }
-    if (full_cols < out) tail_columns(x, rows, in, weight, out, full_cols, y);
+    if (full_cols < out) tail_columns(x, x_stride, rows, in, weight, out, full_cols, y, y_stride);
 }
 
 void DenseNet::forward(const float* x, std::size_t rows, float* out, DenseScratch& scratch) const {

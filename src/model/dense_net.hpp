@@ -14,26 +14,42 @@ namespace mmt::model {
 struct DenseLayer {
     std::size_t in = 0;
     std::size_t out = 0;
-    std::vector<float> weight;  ///< in × out, row-major: input i's weights to every output
-    std::vector<float> bias;    ///< out
+    /// in × out, row-major: input i's weights to every output. With groups > 1, `groups`
+    /// blocks of (in / groups) × (out / groups) one after another: output group g reads
+    /// only input group g (an ensemble's hidden layers, a third of the work for three).
+    std::vector<float> weight;
+    std::vector<float> bias;  ///< out
     bool relu = false;
+    std::size_t groups = 1;
 };
+
+/// A layer from its dense in × out weights. With `find_blocks`, stored block by block
+/// where every weight outside the diagonal blocks of the widest such split is exactly zero.
+DenseLayer make_dense_layer(std::size_t in, std::size_t out, std::vector<float> weight, std::vector<float> bias,
+                            bool relu, bool find_blocks);
 
 /// Buffers a forward pass reuses; one per thread.
 struct DenseScratch {
     std::vector<float> a, b, c;
 };
 
-/// rows × out outputs y += x · weight (x: rows × in, row-major). Vectorised for the
-/// widest instruction set the CPU has.
-void accumulate_product(const float* x, std::size_t rows, std::size_t in, const float* weight,
-                        std::size_t out, float* y);
+/// rows × out outputs y += x · weight (x: rows × in, row-major; weight: in × out). Row r
+/// of x starts at x + r · x_stride, of y at y + r · y_stride. Vectorised for the widest
+/// instruction set the CPU has.
+void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, std::size_t in,
+                        const float* weight, std::size_t out, float* y, std::size_t y_stride);
+
+/// The same on packed rows (x_stride = in, y_stride = out).
+inline void accumulate_product(const float* x, std::size_t rows, std::size_t in, const float* weight,
+                               std::size_t out, float* y) {
+    accumulate_product(x, in, rows, in, weight, out, y, out);
+}
 
 /// The FoldedNet computation (see networks.hpp): base is a chain of layers; deep is an input
 /// layer, an affine map, residual blocks relu(second(first(h)) + h) and an output layer.
 class DenseNet {
 public:
-    std::vector<DenseLayer> chain;  ///< base: every layer; deep: the input layer
+    std::vector<DenseLayer> chain;  ///< base: every layer; deep: the input layer (the first always dense)
     bool deep = false;
     std::vector<float> input_scale;  ///< deep: applied after the input layer
     std::vector<float> input_shift;

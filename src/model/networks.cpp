@@ -168,14 +168,9 @@ std::vector<float> to_floats(const at::Tensor& t) {
     return std::vector<float>(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
 }
 
-DenseLayer to_dense_layer(const at::Tensor& weight_t, const at::Tensor& bias, bool relu) {
-    DenseLayer layer;
-    layer.in = static_cast<std::size_t>(weight_t.size(0));
-    layer.out = static_cast<std::size_t>(weight_t.size(1));
-    layer.weight = to_floats(weight_t);
-    layer.bias = to_floats(bias);
-    layer.relu = relu;
-    return layer;
+DenseLayer to_dense_layer(const at::Tensor& weight_t, const at::Tensor& bias, bool relu, bool find_blocks = true) {
+    return make_dense_layer(static_cast<std::size_t>(weight_t.size(0)), static_cast<std::size_t>(weight_t.size(1)),
+                            to_floats(weight_t), to_floats(bias), relu, find_blocks);
 }
 
 }  // namespace
@@ -183,7 +178,8 @@ DenseLayer to_dense_layer(const at::Tensor& weight_t, const at::Tensor& bias, bo
 DenseNet FoldedNet::to_dense() const {
     torch::NoGradGuard no_grad;
     DenseNet net;
-    for (const auto& d : m_chain) net.chain.push_back(to_dense_layer(d.weight_t, d.bias, d.relu));
+    // The first layer stays dense: ConfigRanker splits its weights by feature.
+    for (const auto& d : m_chain) net.chain.push_back(to_dense_layer(d.weight_t, d.bias, d.relu, !net.chain.empty()));
     net.deep = m_deep;
     if (!m_deep) return net;
     net.input_scale = to_floats(m_input_scale);

@@ -66,5 +66,60 @@ TEST(DenseNet, MatchesTheFoldedNetwork) {
     }
 }
 
+// An ensemble saved as one network: its hidden layers are block-diagonal, stored and
+// multiplied block by block, with the same result as the folded network.
+TEST(DenseNet, RunsAnEnsembleBlockByBlock) {
+    std::vector<std::shared_ptr<RuntimeNetImpl>> members;
+    for (std::uint64_t seed : {3u, 4u, 5u}) {
+        members.push_back(test::trained_looking_net(ModelType::base, {40, 24, 16}, 24, 32, seed, -1.0).ptr());
+    }
+    RuntimeNet net(RuntimeNetImpl::average_of(members));
+    net->eval();
+    torch::NoGradGuard no_grad;
+    const FoldedNet folded = net->fold();
+    const DenseNet dense = folded.to_dense();
+    ASSERT_EQ(dense.chain.size(), 4u);
+    EXPECT_EQ(dense.chain[0].groups, 1u);  // every member reads all the features
+    EXPECT_EQ(dense.chain[1].groups, 3u);
+    EXPECT_EQ(dense.chain[1].weight.size(), 3u * 40u * 24u);
+    EXPECT_EQ(dense.chain[2].groups, 3u);
+    EXPECT_EQ(dense.chain[3].groups, 1u);  // the mean of the members
+    const auto x = torch::randn({21, 32});
+    const auto expected = folded.forward(x).reshape({-1}).contiguous();
+    std::vector<float> out(21);
+    DenseScratch scratch;
+    dense.forward(x.contiguous().data_ptr<float>(), 21, out.data(), scratch);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        EXPECT_NEAR(out[i], expected[static_cast<std::int64_t>(i)].item<float>(), 1e-4) << "row " << i;
+    }
+}
+
+// A dense layer stays dense; one with zero blocks is split and computes the same product.
+TEST(DenseNet, SplitsOnlyExactlyZeroBlocks) {
+    std::mt19937 rng(11);
+    auto weight = random_values(6 * 4, rng);
+    EXPECT_EQ(make_dense_layer(6, 4, weight, std::vector<float>(4, 0.0f), false, true).groups, 1u);
+    for (std::size_t i = 0; i < 6; ++i) {
+        for (std::size_t o = 0; o < 4; ++o) {
+            if (i / 3 != o / 2) weight[i * 4 + o] = 0.0f;
+        }
+    }
+    EXPECT_EQ(make_dense_layer(6, 4, weight, std::vector<float>(4, 0.0f), false, false).groups, 1u);
+    const DenseLayer split = make_dense_layer(6, 4, weight, std::vector<float>(4, 0.5f), false, true);
+    ASSERT_EQ(split.groups, 2u);
+    DenseNet net;
+    net.chain.push_back(make_dense_layer(6, 6, random_values(36, rng), std::vector<float>(6, 0.0f), false, false));
+    net.chain.push_back(split);
+    net.chain.push_back(make_dense_layer(4, 1, std::vector<float>(4, 1.0f), {0.0f}, false, false));
+    DenseNet dense_net = net;
+    dense_net.chain[1] = make_dense_layer(6, 4, weight, std::vector<float>(4, 0.5f), false, false);
+    const auto x = random_values(5 * 6, rng);
+    std::vector<float> a(5), b(5);
+    DenseScratch scratch;
+    net.forward(x.data(), 5, a.data(), scratch);
+    dense_net.forward(x.data(), 5, b.data(), scratch);
+    for (std::size_t r = 0; r < 5; ++r) EXPECT_NEAR(a[r], b[r], 1e-5) << "row " << r;
+}
+
 }  // namespace
 }  // namespace mmt::model
