@@ -4,11 +4,14 @@
 //
 //   recommend_bench [--model M.pt]... [--iterations N] [--m M --n N --k K] [--top-k K]
 //
-// Two paths per model and space:
-//   ranker     model::ConfigRanker, the space prepared once (what recommend and export-lut
-//              --shapeset run when no backend prunes the space)
+// Three paths per model and space:
+//   ranker     model::ConfigRanker, the space prepared once
 //   per-call   candidate_configs + top_k_configs, the space built and predicted through
-//              LibTorch for every problem (what runs when a backend prunes the space)
+//              LibTorch for every problem (what runs when a backend prunes the space, or
+//              where Inductor's scaling changes the space for a small problem)
+//   recommend  model::CandidateRanker with the model's own candidate options (Inductor's
+//              scaling and shared-memory limit on GPU models, the vendor entry for models
+//              with vendor rows): what recommend and export-lut --shapeset run
 // Without --model it trains throwaway models of the architecture `train` builds by default
 // and of torch-diode's two architectures, one epoch on a synthetic dataset: the ranking time
 // depends on the architecture, not on the weights. Problems cycle through a few shapes.
@@ -129,6 +132,10 @@ void report(const std::string& label, const model::Predictor& predictor, const s
             const auto candidates = model::candidate_configs(pick(i).op_key, pick(i).shape, options);
             sink += model::top_k_configs(predictor, pick(i).op_key, pick(i).shape, candidates, top_k).size();
         });
+        model::CandidateRanker candidate_ranker(predictor, model::candidate_options_for(predictor.info(), options));
+        const auto recommend = measure(iterations, [&](int i) {
+            sink += candidate_ranker.top_k(pick(i).op_key, pick(i).shape, top_k).size();
+        });
         if (sink == 0) std::abort();
         const std::string name = collect::search_space_name(space);
         std::printf("  %-10s %5zu configs  ranker   median %7.3f ms  p99 %7.3f  min %7.3f  (%4d runs) %6.0f configs/ms\n",
@@ -136,6 +143,8 @@ void report(const std::string& label, const model::Predictor& predictor, const s
                     double(ranker.size()) / fast.median_ms);
         std::printf("  %-10s %5s          per-call median %7.3f ms  p99 %7.3f  min %7.3f  (%4d runs)\n", "", "",
                     per_call.median_ms, per_call.p99_ms, per_call.min_ms, per_call.runs);
+        std::printf("  %-10s %5s          recommend median %6.3f ms  p99 %7.3f  min %7.3f  (%4d runs)\n", "", "",
+                    recommend.median_ms, recommend.p99_ms, recommend.min_ms, recommend.runs);
     }
 }
 

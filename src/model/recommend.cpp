@@ -92,7 +92,7 @@ constexpr std::int64_t kUnboundedDim = std::int64_t{1} << 30;
 
 CandidateRanker::CandidateRanker(const Predictor& predictor, const CandidateOptions& options)
     : m_predictor(predictor), m_options(options) {
-    if (options.backend != nullptr || options.with_reference) return;
+    if (options.backend != nullptr) return;
     auto space = collect::configs_for(options.space);
     if (options.inductor_scaling) {
         space = collect::inductor_scaled_configs(space, core::make_shape(1, kUnboundedDim, kUnboundedDim, kUnboundedDim, "float32"));
@@ -101,26 +101,68 @@ CandidateRanker::CandidateRanker(const Predictor& predictor, const CandidateOpti
         m_max_block_m = std::max(m_max_block_m, c.block_m);
         m_max_block_n = std::max(m_max_block_n, c.block_n);
         m_max_block_k = std::max(m_max_block_k, c.block_k);
-        m_max_shared_memory_elements = std::max(m_max_shared_memory_elements, collect::inductor_shared_memory_bytes(c, 1));
     }
     m_ranker.emplace(predictor, space, options.allow_tf32);
 }
 
+bool CandidateRanker::over_shared_memory(const core::GemmConfig& config, int element_bytes) const {
+    return m_options.shared_memory_bytes > 0 &&
+           collect::inductor_shared_memory_bytes(config, element_bytes) > m_options.shared_memory_bytes;
+}
+
+std::size_t CandidateRanker::over_shared_memory_count(int element_bytes) {
+    auto [at, inserted] = m_over_shared_memory.try_emplace(element_bytes, 0);
+    if (inserted) {
+        const auto& configs = m_ranker->configs();
+        at->second = static_cast<std::size_t>(std::count_if(
+            configs.begin(), configs.end(), [&](const auto& c) { return over_shared_memory(c, element_bytes); }));
+    }
+    return at->second;
+}
+
+void CandidateRanker::add_vendor_entry(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
+                                       std::vector<RankedConfig>& ranked) const {
+    const auto [op, layout] = core::parse_op_key(op_key);
+    collect::Problem problem;
+    problem.op = op;
+    problem.layout = layout;
+    problem.shape = shape;
+    const core::GemmConfig vendor = collect::reference_config(problem);
+    const double log_ms = m_predictor.predict_log_ms(op_key, shape, {vendor}).front();
+    if (std::isnan(log_ms)) {
+        if (ranked.size() < top_k) ranked.push_back(RankedConfig{vendor, std::exp(log_ms)});
+        return;
+    }
+    // As candidate_configs lists it last: after the kernel configs predicted as fast.
+    const double ms = std::exp(log_ms);
+    const auto at = std::find_if(ranked.begin(), ranked.end(),
+                                 [&](const RankedConfig& r) { return r.predicted_ms > ms || std::isnan(r.predicted_ms); });
+    ranked.insert(at, RankedConfig{vendor, ms});
+    if (ranked.size() > top_k) ranked.pop_back();
+}
+
 bool CandidateRanker::fast_path_covers(const core::MMShape& shape) const {
     if (!m_ranker) return false;
-    if (m_options.inductor_scaling && (shape.M < m_max_block_m / 2 + 1 || shape.N < m_max_block_n / 2 + 1 ||
-                                       shape.K < m_max_block_k / 2 + 1)) {
-        return false;  // its next power of two is below the largest block: scaling shrinks some
-    }
-    return m_options.shared_memory_bytes <= 0 ||
-           m_max_shared_memory_elements * core::dtype_size(shape.M_dtype) <= m_options.shared_memory_bytes;
+    // Where the next power of two of a size is below the largest block, scaling shrinks some.
+    return !m_options.inductor_scaling || (shape.M >= m_max_block_m / 2 + 1 && shape.N >= m_max_block_n / 2 + 1 &&
+                                           shape.K >= m_max_block_k / 2 + 1);
 }
 
 std::vector<RankedConfig> CandidateRanker::top_k(const std::string& op_key, const core::MMShape& shape,
                                                  std::size_t top_k, std::size_t* candidates) {
     if (fast_path_covers(shape)) {
-        if (candidates != nullptr) *candidates = m_ranker->size();
-        return m_ranker->top_k(op_key, shape, top_k);
+        // The space's configs over the shared-memory limit at this element size are ranked
+        // too, and dropped from enough of the best ones.
+        const int element_bytes = core::dtype_size(shape.M_dtype);
+        const std::size_t over_limit = over_shared_memory_count(element_bytes);
+        auto ranked = m_ranker->top_k(op_key, shape, top_k + over_limit);
+        ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
+                                    [&](const RankedConfig& r) { return over_shared_memory(r.config, element_bytes); }),
+                     ranked.end());
+        if (ranked.size() > top_k) ranked.resize(top_k);
+        if (m_options.with_reference && top_k > 0) add_vendor_entry(op_key, shape, top_k, ranked);
+        if (candidates != nullptr) *candidates = m_ranker->size() - over_limit + (m_options.with_reference ? 1 : 0);
+        return ranked;
     }
     const auto configs = candidate_configs(op_key, shape, m_options);
     if (candidates != nullptr) *candidates = configs.size();

@@ -1,5 +1,6 @@
 #include "matmul_toolkit/model/config_ranker.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
@@ -182,20 +184,28 @@ TEST(CandidateRanker, AgreesWithCandidateConfigsOnEveryProblem) {
             options = candidate_options_for(info, options);
             CandidateRanker ranker(predictor, options);
             for (const auto& p : kProblems) {
-                const std::string where = collect::search_space_name(space) + " " + p.op_key + " M=" +
-                                          std::to_string(p.shape.M) + (vendor ? " vendor" : "");
                 const auto candidates = candidate_configs(p.op_key, p.shape, options);
-                const auto expected = top_k_configs(predictor, p.op_key, p.shape, candidates, 8);
-                std::size_t ranked = 0;
-                const auto top = ranker.top_k(p.op_key, p.shape, 8, &ranked);
-                EXPECT_EQ(ranked, candidates.size()) << where;
-                ASSERT_EQ(top.size(), expected.size()) << where;
-                for (std::size_t i = 0; i < top.size(); ++i) {
-                    EXPECT_NEAR(std::log(top[i].predicted_ms), std::log(expected[i].predicted_ms), 2e-4) << where;
-                    if (top[i].config != expected[i].config) {
-                        EXPECT_NEAR(top[i].predicted_ms, expected[i].predicted_ms, 1e-4 * expected[i].predicted_ms)
-                            << where << " rank " << i;
+                // The whole list too: the vendor entry then has its place somewhere in it.
+                for (const std::size_t k : {std::size_t{8}, candidates.size()}) {
+                    const std::string where = collect::search_space_name(space) + " " + p.op_key + " M=" +
+                                              std::to_string(p.shape.M) + (vendor ? " vendor" : "") + " k=" +
+                                              std::to_string(k);
+                    const auto expected = top_k_configs(predictor, p.op_key, p.shape, candidates, k);
+                    std::size_t ranked = 0;
+                    const auto top = ranker.top_k(p.op_key, p.shape, k, &ranked);
+                    EXPECT_EQ(ranked, candidates.size()) << where;
+                    ASSERT_EQ(top.size(), expected.size()) << where;
+                    for (std::size_t i = 0; i < top.size(); ++i) {
+                        EXPECT_NEAR(std::log(top[i].predicted_ms), std::log(expected[i].predicted_ms), 2e-4) << where;
+                        if (top[i].config != expected[i].config) {
+                            EXPECT_NEAR(top[i].predicted_ms, expected[i].predicted_ms, 1e-4 * expected[i].predicted_ms)
+                                << where << " rank " << i;
+                        }
                     }
+                    const bool has_vendor = std::any_of(top.begin(), top.end(), [](const RankedConfig& r) {
+                        return collect::is_reference_config(r.config);
+                    });
+                    if (k == candidates.size()) EXPECT_EQ(has_vendor, vendor) << where;
                 }
             }
         }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,9 +55,10 @@ std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::s
                                         const std::vector<core::GemmConfig>& candidates,
                                         std::size_t top_k, int parallel_units = 0);
 
-/// Ranks one problem after another: with the ConfigRanker, prepared once, where its space is
-/// exactly the problem's candidates (no backend, no vendor entry, no block size that
-/// Inductor's scaling or the shared-memory limit would change), else with
+/// Ranks one problem after another: with the ConfigRanker, prepared once, where its space
+/// gives the problem's kernel candidates (no backend, no block size that Inductor's scaling
+/// would change; configs over the shared-memory limit are dropped from its ranking, and a
+/// model's vendor entry is predicted on its own and merged in), else with
 /// candidate_configs + top_k_configs.
 class CandidateRanker {
 public:
@@ -69,12 +71,18 @@ public:
 
 private:
     bool fast_path_covers(const core::MMShape& shape) const;
+    bool over_shared_memory(const core::GemmConfig& config, int element_bytes) const;
+    /// How many of the ranker's configs are over the limit at this element size (cached).
+    std::size_t over_shared_memory_count(int element_bytes);
+    /// Places the vendor entry among the ranker's best-first `ranked` (at most top_k kept).
+    void add_vendor_entry(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
+                          std::vector<RankedConfig>& ranked) const;
 
     const Predictor& m_predictor;
     CandidateOptions m_options;
     std::optional<ConfigRanker> m_ranker;
     int m_max_block_m = 0, m_max_block_n = 0, m_max_block_k = 0;
-    std::int64_t m_max_shared_memory_elements = 0;  ///< over the space, per element byte
+    std::map<int, std::size_t> m_over_shared_memory;  ///< element bytes -> configs over the limit
 };
 
 /// This machine's backend for `device` ("cpu" | "cuda") when it measures hardware the
