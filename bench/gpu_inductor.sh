@@ -184,8 +184,14 @@ step_train_speed() {
 # E2E_TOP_K: the tables compared (default: top-1 with ATen from 15 us, the recommended one,
 # and top-1 with ATen everywhere; lut_e2e.py --help has the syntax);
 # E2E_RESUME=1 goes on with the problems of an earlier run whose $out/e2e_* is in place.
+# E2E_MODEL: the model, or several separated by spaces to compare them on the same problems.
+e2e_models() {
+  local model
+  for model in ${E2E_MODEL:-data/models/inductor_h200.pt}; do printf -- '--model %s ' "$model"; done
+}
+
 step_e2e_lognormal() {
-  python3 bench/lut_e2e.py --mmt "$cli" --model "${E2E_MODEL:-data/models/inductor_h200.pt}" \
+  python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
     --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 --top-k ${E2E_TOP_K:-1+aten@15us 1+aten} \
     --out "$out/e2e_ln" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_ln.txt" 2>"$out/e2e_ln.log" || status=1
@@ -193,7 +199,7 @@ step_e2e_lognormal() {
 }
 
 step_e2e_transformer() {
-  python3 bench/lut_e2e.py --mmt "$cli" --model "${E2E_MODEL:-data/models/inductor_h200.pt}" \
+  python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
     --shapeset data/shapesets/transformer_shapes.json --every "${E2E_EVERY:-3}" --top-k ${E2E_TOP_K:-1+aten@15us 1+aten} \
     --out "$out/e2e_tr" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_tr.txt" 2>"$out/e2e_tr.log" || status=1
