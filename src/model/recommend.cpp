@@ -155,7 +155,9 @@ std::vector<RankedConfig> CandidateRanker::top_k(const std::string& op_key, cons
         // too, and dropped from enough of the best ones.
         const int element_bytes = core::dtype_size(shape.M_dtype);
         const std::size_t over_limit = over_shared_memory_count(element_bytes);
-        auto ranked = m_ranker->top_k(op_key, shape, top_k + over_limit);
+        const std::size_t wanted =
+            top_k > std::numeric_limits<std::size_t>::max() - over_limit ? top_k : top_k + over_limit;
+        auto ranked = m_ranker->top_k(op_key, shape, wanted);
         ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
                                     [&](const RankedConfig& r) { return over_shared_memory(r.config, element_bytes); }),
                      ranked.end());
