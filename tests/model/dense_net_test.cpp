@@ -1,6 +1,8 @@
 #include "dense_net.hpp"
 
 #include <random>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <torch/types.h>
@@ -43,6 +45,18 @@ TEST(DenseNet, ProductMatchesAPlainTripleLoop) {
     }
 }
 
+// Runs `dense` on the rows of x, expects the folded network's outputs and returns them.
+std::vector<float> forward_matches_folded(const DenseNet& dense, const FoldedNet& folded, const at::Tensor& x,
+                                          DenseScratch& scratch, const std::string& what) {
+    const auto expected = folded.forward(x).reshape({-1}).contiguous();
+    std::vector<float> out(static_cast<std::size_t>(x.size(0)));
+    dense.forward(x.contiguous().data_ptr<float>(), out.size(), out.data(), scratch);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        EXPECT_NEAR(out[i], expected[static_cast<std::int64_t>(i)].item<float>(), 1e-4) << what << " row " << i;
+    }
+    return out;
+}
+
 // The float arrays must compute what the folded LibTorch network computes, for both
 // architectures, with widths that are and are not multiples of the kernel's tiles.
 TEST(DenseNet, MatchesTheFoldedNetwork) {
@@ -52,13 +66,8 @@ TEST(DenseNet, MatchesTheFoldedNetwork) {
         const FoldedNet folded = net->fold();
         const DenseNet dense = folded.to_dense();
         const auto x = torch::randn({23, 32});
-        const auto expected = folded.forward(x).reshape({-1}).contiguous();
-        std::vector<float> out(23);
         DenseScratch scratch;
-        dense.forward(x.contiguous().data_ptr<float>(), 23, out.data(), scratch);
-        for (std::size_t i = 0; i < out.size(); ++i) {
-            EXPECT_NEAR(out[i], expected[static_cast<std::int64_t>(i)].item<float>(), 1e-4) << to_string(type) << " row " << i;
-        }
+        const auto out = forward_matches_folded(dense, folded, x, scratch, to_string(type));
         // The scratch buffers are reused by the next call without changing its result.
         std::vector<float> again(23);
         dense.forward(x.contiguous().data_ptr<float>(), 23, again.data(), scratch);
@@ -84,14 +93,8 @@ TEST(DenseNet, RunsAnEnsembleBlockByBlock) {
     EXPECT_EQ(dense.chain[1].weight.size(), 3u * 40u * 24u);
     EXPECT_EQ(dense.chain[2].groups, 3u);
     EXPECT_EQ(dense.chain[3].groups, 1u);  // the mean of the members
-    const auto x = torch::randn({21, 32});
-    const auto expected = folded.forward(x).reshape({-1}).contiguous();
-    std::vector<float> out(21);
     DenseScratch scratch;
-    dense.forward(x.contiguous().data_ptr<float>(), 21, out.data(), scratch);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        EXPECT_NEAR(out[i], expected[static_cast<std::int64_t>(i)].item<float>(), 1e-4) << "row " << i;
-    }
+    forward_matches_folded(dense, folded, torch::randn({21, 32}), scratch, "ensemble");
 }
 
 // A dense layer stays dense; one with zero blocks is split and computes the same product.
