@@ -19,7 +19,9 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    --with-aten: the table also offers ATen, which Inductor times against the picks;
    1+aten@P adds --aten-within P: ATen only where the model predicts it within P % of the
    pick, else the one predicted faster alone; 1+aten@Tus adds --aten-from T: only where the
-   faster of the two is predicted at T µs or more). Each
+   faster of the two is predicted at T µs or more; +fastP adds --compile-margin P: the
+   fastest-compiling kernel config within P % of the best; +aloneTus adds
+   --aten-alone-from T: ATen alone where predicted faster at T µs or more). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
    without a GPU, from OUT/problems_shapeset.json of an earlier run).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
@@ -253,20 +255,34 @@ def model_labels(models: list[str]) -> list[str]:
     return labels
 
 
+NUMBER = r"[0-9]+(?:\.[0-9]+)?"
+
+
 def table_size(text: str) -> tuple[int, bool, list[str]]:
     """A --top-k item: "K" (K configs), "K+aten" (export-lut --with-aten: Inductor also
     times its ATen choice, a top-1 table too), "1+aten@P" (--aten-within P: ATen beside the
     pick only where the model predicts the two within P %, else the faster alone) or
-    "1+aten@Tus" (--aten-from T: only where the faster is predicted at T µs or more). The
-    third item: export-lut's extra arguments."""
-    match = re.fullmatch(r"([0-9]+)(\+aten(?:@([0-9]+(?:\.[0-9]+)?)(%|us)?)?)?", text)
+    "1+aten@Tus" (--aten-from T: only where the faster is predicted at T µs or more),
+    optionally followed by "+fastP" (--compile-margin P: the fastest-compiling kernel
+    config within P % of the best) and, with +aten, "+aloneTus" (--aten-alone-from T: ATen
+    alone where predicted faster and at T µs or more). The third item: export-lut's extra
+    arguments."""
+    match = re.fullmatch(rf"([0-9]+)(\+aten(?:@({NUMBER})(%|us)?)?)?(?:\+fast({NUMBER}))?(?:\+alone({NUMBER})us)?",
+                         text)
     if not match or int(match.group(1)) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not K, K+aten, 1+aten@PERCENT or 1+aten@Tus with K >= 1")
+        raise argparse.ArgumentTypeError(f"{text!r} is not K, K+aten, 1+aten@PERCENT or 1+aten@Tus with K >= 1, "
+                                         "optionally +fastPERCENT and +aloneTus")
     extra: list[str] = []
     if match.group(3) is not None:
         if int(match.group(1)) != 1:
             raise argparse.ArgumentTypeError(f"{text!r}: +aten@ needs K = 1")
         extra = ["--aten-from" if match.group(4) == "us" else "--aten-within", match.group(3)]
+    if match.group(5) is not None:
+        extra += ["--compile-margin", match.group(5)]
+    if match.group(6) is not None:
+        if int(match.group(1)) != 1 or not match.group(2):
+            raise argparse.ArgumentTypeError(f"{text!r}: +alone needs 1+aten")
+        extra += ["--aten-alone-from", match.group(6)]
     return int(match.group(1)), bool(match.group(2)), extra
 
 
@@ -671,6 +687,8 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
                 out = compiled(*operands)
                 torch.cuda.synchronize()
                 result["compile_s"] = time.perf_counter() - start
+            if not codes:  # Dynamo ran the function eagerly: nothing of this variant was compiled
+                raise RuntimeError("Inductor produced no code (Dynamo fell back to eager)")
             result["kernel"] = kernel_of(codes)
             result["max_rel_error"] = max_rel_error(out, ref)
             captured = capture_for_timing(torch, lambda: compiled(*operands), timing, keep=compiled)
@@ -726,6 +744,11 @@ def measure_problem(torch: Any, index: int, p: Problem, variants: list[Variant],
     ref = getattr(torch, p.op)(*operands)
     captured: dict[str, Captured] = {}
     torch._dynamo.reset()
+    # Each variant's fresh_gemm shares the frame Dynamo counts recompiles of: past its limit
+    # (8) it would run the op eagerly.
+    for limit in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 2 * len(variants) + 8))
     try:
         for variant in variants:  # tables first, max-autotune last (see the module doc)
             print(f"  {p.name}: {variant.name} ...", file=sys.stderr, flush=True)
@@ -787,8 +810,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--top-k", nargs="+", type=str, default=["1", "5"],
                    help="K of each model's tables; K+aten also offers Inductor's ATen choice "
                         "(export-lut --with-aten); 1+aten@P only where predicted within P %% "
-                        "(--aten-within P), 1+aten@Tus only from T us (--aten-from T), "
-                        "e.g. 1 1+aten 1+aten@10 1+aten@15us 5 (default 1 5)")
+                        "(--aten-within P), 1+aten@Tus only from T us (--aten-from T)"
+                        "; +fastP: --compile-margin P; +aloneTus: --aten-alone-from T; "
+                        "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "lut_e2e"),
