@@ -1,6 +1,7 @@
 // `export-lut`: the model's top-K configs for every problem of a shapeset or a dataset,
 // written as a PyTorch Inductor lookup table or a torch-diode Table.
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -45,9 +46,14 @@ struct ExportLutOptions {
     bool with_aten = false;
     std::optional<double> aten_within_percent;
     std::optional<double> aten_from_us;
+    std::optional<double> aten_alone_from_us;
+    std::optional<double> compile_margin_percent;
 
     /// Whether ATen is paired with the pick by a rule rather than always.
-    bool aten_by_rule() const { return aten_within_percent || aten_from_us; }
+    bool aten_by_rule() const { return aten_within_percent || aten_from_us || aten_alone_from_us; }
+    const char* aten_rule_option() const {
+        return aten_within_percent ? "--aten-within" : aten_from_us ? "--aten-from" : "--aten-alone-from";
+    }
 
     void add_to(CLI::App& cmd) {
         cmd.add_option("--model", model,
@@ -100,6 +106,19 @@ struct ExportLutOptions {
                        "Inductor's timing of the two is biased against Triton kernels of a few "
                        "microseconds, and a second compile costs most there")
             ->type_name("US");
+        cmd.add_option("--aten-alone-from", aten_alone_from_us,
+                       "With --with-aten and --top-k 1: where the model predicts ATen faster than the "
+                       "kernel pick and at US microseconds or more, ATen alone, whatever --aten-within "
+                       "and --aten-from say: on large GEMMs cuBLAS is within a few percent of "
+                       "max-autotune's pick, and timing the two compiles the pick three times")
+            ->type_name("US");
+        cmd.add_option("--compile-margin", compile_margin_percent,
+                       "Among the kernel configs predicted within PCT percent of the best, put first "
+                       "the one with the fewest accumulator registers per thread (BLOCK_M x BLOCK_N / "
+                       "(32 x num_warps)): register-heavy kernels compile up to 3x slower (a 128x128 "
+                       "tile on 4 warps: 3 s on the H200), and a pick Inductor times against ATen is "
+                       "compiled three times")
+            ->type_name("PCT");
     }
 };
 
@@ -120,8 +139,9 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
 /// With --with-aten one config more is ranked, so that top-k kernel configs remain where
 /// ATen ranks among them (model::kernel_configs_and_vendor).
 /// With --aten-within or --aten-from every candidate is ranked, so that ATen's predicted time is known.
+/// With --compile-margin too: every config within the margin of the best must be seen.
 std::size_t ranked_per_problem(const ExportLutOptions& o) {
-    if (o.aten_by_rule()) return std::numeric_limits<std::size_t>::max();
+    if (o.aten_by_rule() || o.compile_margin_percent) return std::numeric_limits<std::size_t>::max();
     return o.with_aten ? o.top_k + 1 : o.top_k;
 }
 
@@ -190,7 +210,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
 
     model::AtenPairing pairing;
     if (o.aten_by_rule()) {
-        const std::string option = o.aten_within_percent ? "--aten-within" : "--aten-from";
+        const std::string option = o.aten_rule_option();
         if (!o.with_aten) throw core::InputError(option, "needs --with-aten");
         if (o.top_k != 1) throw core::InputError(option, "needs --top-k 1");
         if (o.aten_within_percent) {
@@ -205,6 +225,12 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
             }
             pairing.from_ms = *o.aten_from_us / 1000.0;
         }
+        if (o.aten_alone_from_us) {
+            if (!(*o.aten_alone_from_us >= 0.0) || !std::isfinite(*o.aten_alone_from_us)) {
+                throw core::InputError("--aten-alone-from", "must be a time of 0 microseconds or more");
+            }
+            pairing.vendor_alone_from_ms = *o.aten_alone_from_us / 1000.0;
+        }
         // The pairing is written out explicitly: ATen is in a table only where chosen.
         lut.with_aten = false;
     }
@@ -213,18 +239,30 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto predictor = model::Predictor::load(model_path, resolved_device(global));
     if (o.aten_by_rule() && !predictor.info().vendor_rows) {
-        throw core::InputError(o.aten_within_percent ? "--aten-within" : "--aten-from",
+        throw core::InputError(o.aten_rule_option(),
                                model_path + " predicts no ATen times (trained with --no-vendor-rows)");
     }
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
-    std::size_t aten_paired = 0, aten_alone = 0;
+    if (o.compile_margin_percent &&
+        (!(*o.compile_margin_percent >= 0.0) || !std::isfinite(*o.compile_margin_percent))) {
+        throw core::InputError("--compile-margin", "must be a percentage of 0 or more");
+    }
+    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0;
     for (auto& problem : ranked) {
+        if (o.compile_margin_percent) {
+            const auto before = problem.configs;
+            model::prefer_fast_compile(problem.configs, *o.compile_margin_percent / 100.0);
+            compile_moves += !std::equal(before.begin(), before.end(), problem.configs.begin(),
+                                         [](const auto& a, const auto& b) { return a.config == b.config; });
+        }
         if (o.aten_by_rule()) {
             problem.configs = model::kernel_or_vendor(problem.configs, pairing);
             aten_paired += problem.configs.size() == 2;
             aten_alone += problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
         } else if (o.with_aten) {
             problem.configs = model::kernel_configs_and_vendor(problem.configs, o.top_k);
+        } else if (problem.configs.size() > o.top_k) {
+            problem.configs.resize(o.top_k);  // ranked in full for --compile-margin
         }
     }
     model::write_lookup_table(o.output, ranked, format, lut);
@@ -236,6 +274,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.aten_by_rule()) {
         std::cout << "ATen beside the kernel pick on " << aten_paired << " problems, ATen alone on " << aten_alone
                   << ", the kernel pick alone on " << ranked.size() - aten_paired - aten_alone << "\n";
+    }
+    if (o.compile_margin_percent) {
+        std::cout << "--compile-margin " << *o.compile_margin_percent << ": a kernel with fewer accumulator "
+                  << "registers put first on " << compile_moves << " problems\n";
     }
     return core::kExitOk;
 }

@@ -186,6 +186,7 @@ std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConf
 }
 
 bool pairs_with_vendor(double kernel_ms, double vendor_ms, const AtenPairing& rule) {
+    if (vendor_ms <= kernel_ms && vendor_ms >= rule.vendor_alone_from_ms) return false;
     const double faster = std::min(kernel_ms, vendor_ms), slower = std::max(kernel_ms, vendor_ms);
     return slower <= faster * (1.0 + rule.margin) || faster >= rule.from_ms;
 }
@@ -202,6 +203,25 @@ std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& rank
         return {*kernel, *vendor};
     }
     return {kernel->predicted_ms <= vendor->predicted_ms ? *kernel : *vendor};
+}
+
+int accumulator_registers(const core::GemmConfig& config) {
+    const int threads = std::max(1, config.num_warps) * 32;
+    return (config.block_m * config.block_n + threads - 1) / threads;
+}
+
+void prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin) {
+    const auto is_kernel = [](const RankedConfig& r) { return !collect::is_reference_config(r.config); };
+    const auto first = std::find_if(ranked.begin(), ranked.end(), is_kernel);
+    if (first == ranked.end()) return;
+    const double limit = first->predicted_ms * (1.0 + margin);
+    auto chosen = first;
+    for (auto it = std::next(first); it != ranked.end(); ++it) {
+        if (!is_kernel(*it) || it->predicted_ms > limit) continue;
+        // Ties on registers keep the earlier, i.e. faster predicted, config.
+        if (accumulator_registers(it->config) < accumulator_registers(chosen->config)) chosen = it;
+    }
+    std::rotate(first, chosen, std::next(chosen));
 }
 
 std::string inductor_template_id(const std::string& op_key) {

@@ -164,6 +164,51 @@ TEST_F(ExportLutCli, AtenWithinPairsOnlyWherePredictedClose) {
         << alone.result.out;
 }
 
+// --compile-margin 0 changes nothing; a margin that covers every config leaves one with the
+// fewest accumulator registers of the space first. --aten-alone-from 0 leaves ATen alone
+// wherever it is predicted faster than the kernel pick.
+TEST_F(ExportLutCli, CompileMarginAndAtenAloneFrom) {
+    const std::vector<std::string> base{"--shapeset", example_shapeset(), "--top-k", "1", "--no-prune"};
+    auto with = [&](const std::string& name, std::vector<std::string> extra) {
+        auto args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return export_table(name, args);
+    };
+    const auto plain = with("plain.json", {});
+    const auto zero = with("zero.json", {"--compile-margin", "0"});
+    ASSERT_EQ(zero.result.exit_code, 0) << zero.result.err;
+    EXPECT_EQ(zero.table, plain.table);
+    EXPECT_NE(zero.result.out.find("put first on 0 problems"), std::string::npos) << zero.result.out;
+    const auto wide = with("wide.json", {"--compile-margin", "1e9"});
+    ASSERT_EQ(wide.result.exit_code, 0) << wide.result.err;
+    ASSERT_EQ(wide.table.size(), plain.table.size());
+    EXPECT_NE(wide.table, plain.table);  // the example model's picks are not its lightest tiles
+    for (const auto& [key, entries] : wide.table.items()) {
+        if (aten_entries(entries) == entries.size()) continue;  // ATen ranked first (addmm: two)
+        ASSERT_EQ(entries.size(), 1u) << key;
+        const auto& e = entries.front();
+        const int registers = e.at("BLOCK_M").get<int>() * e.at("BLOCK_N").get<int>() / (32 * e.at("num_warps").get<int>());
+        const auto& p = plain.table.at(key).front();
+        if (p.contains("BLOCK_M")) {
+            EXPECT_LE(registers, p.at("BLOCK_M").get<int>() * p.at("BLOCK_N").get<int>() / (32 * p.at("num_warps").get<int>()))
+                << key;
+        }
+    }
+
+    const auto paired = with("paired.json", {"--with-aten", "--aten-from", "0"});
+    const auto alone = with("alone.json", {"--with-aten", "--aten-from", "0", "--aten-alone-from", "0"});
+    ASSERT_EQ(alone.result.exit_code, 0) << alone.result.err;
+    for (const auto& [key, entries] : alone.table.items()) {
+        const auto& both = paired.table.at(key);
+        // Paired where the kernel pick ranks first, ATen alone where ATen does.
+        if (both.front().contains("BLOCK_M")) {
+            EXPECT_EQ(entries, both) << key;
+        } else {
+            EXPECT_EQ(aten_entries(entries), entries.size()) << key;
+        }
+    }
+}
+
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
     std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
     const auto out = (*dir / "bad.json").string();
@@ -181,6 +226,9 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-within", "ten"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-from", "20"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-from", "-1"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-alone-from", "20"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-alone-from", "x"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--compile-margin", "-5"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

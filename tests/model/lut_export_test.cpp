@@ -195,6 +195,56 @@ TEST(InductorLut, KernelOrVendorPairedByMarginOrTime) {
     EXPECT_THROW(kernel_or_vendor({{aten, 1.0}}, within(0.1)), core::Error);
 }
 
+// --aten-alone-from: ATen predicted faster and slow enough stands alone, whatever the pairing
+// rule says; a kernel predicted faster is still paired.
+TEST(InductorLut, KernelOrVendorLeavesSlowAtenAlone) {
+    const auto aten = named("aten_mm"), a = named("a");
+    AtenPairing rule{0.25, 0.0};  // pairs everything
+    rule.vendor_alone_from_ms = 2.0;
+    EXPECT_EQ(names(kernel_or_vendor({{aten, 2.0}, {a, 2.1}}, rule)), (Names{"aten_mm"}));
+    EXPECT_EQ(names(kernel_or_vendor({{aten, 1.9}, {a, 2.1}}, rule)), (Names{"aten_mm", "a"}));
+    EXPECT_EQ(names(kernel_or_vendor({{a, 2.0}, {aten, 2.1}}, rule)), (Names{"a", "aten_mm"}));
+}
+
+core::GemmConfig tile(const std::string& name, int block_m, int block_n, int warps) {
+    core::GemmConfig config = named(name);
+    config.block_m = block_m;
+    config.block_n = block_n;
+    config.num_warps = warps;
+    return config;
+}
+
+TEST(InductorLut, AccumulatorRegistersPerThread) {
+    EXPECT_EQ(accumulator_registers(tile("a", 128, 128, 4)), 128);
+    EXPECT_EQ(accumulator_registers(tile("b", 128, 128, 8)), 64);
+    EXPECT_EQ(accumulator_registers(tile("c", 16, 32, 2)), 8);
+    EXPECT_EQ(accumulator_registers(tile("d", 16, 16, 4)), 2);  // rounded up
+}
+
+// --compile-margin: within the margin of the best kernel config, the one with the fewest
+// accumulator registers goes first; ATen and the configs outside the margin stay in place.
+TEST(InductorLut, PreferFastCompileWithinTheMargin) {
+    const auto heavy = tile("heavy", 128, 128, 4), light = tile("light", 128, 128, 8),
+               lighter = tile("lighter", 64, 64, 4), aten = named("aten_mm");
+    std::vector<RankedConfig> ranked{{aten, 0.9}, {heavy, 1.0}, {light, 1.04}, {lighter, 1.2}};
+    auto moved = ranked;
+    prefer_fast_compile(moved, 0.05);
+    EXPECT_EQ(names(moved), (Names{"aten_mm", "light", "heavy", "lighter"}));
+    moved = ranked;
+    prefer_fast_compile(moved, 0.25);
+    EXPECT_EQ(names(moved), (Names{"aten_mm", "lighter", "heavy", "light"}));
+    moved = ranked;
+    prefer_fast_compile(moved, 0.0);
+    EXPECT_EQ(names(moved), names(ranked));
+    // Equal registers: the faster predicted stays first.
+    std::vector<RankedConfig> tied{{light, 1.0}, {tile("same", 64, 128, 4), 1.01}};
+    prefer_fast_compile(tied, 0.05);
+    EXPECT_EQ(names(tied), (Names{"light", "same"}));
+    std::vector<RankedConfig> only_aten{{aten, 1.0}};
+    prefer_fast_compile(only_aten, 0.05);
+    EXPECT_EQ(names(only_aten), (Names{"aten_mm"}));
+}
+
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {
     InductorLutOptions from_hardware;
     from_hardware.include_device = true;

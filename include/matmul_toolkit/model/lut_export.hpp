@@ -42,6 +42,10 @@ std::vector<RankedConfig> kernel_configs_and_vendor(const std::vector<RankedConf
 struct AtenPairing {
     double margin = 0.0;
     double from_ms = std::numeric_limits<double>::infinity();
+    /// Where the vendor entry is predicted faster than the kernel pick and at this time or
+    /// more, it stands alone (`--aten-alone-from`): on large GEMMs cuBLAS is within a few
+    /// percent of max-autotune's pick, and pairing compiles the pick three times.
+    double vendor_alone_from_ms = std::numeric_limits<double>::infinity();
 };
 
 /// Whether `rule` pairs a kernel config predicted at `kernel_ms` with the vendor entry
@@ -53,6 +57,18 @@ bool pairs_with_vendor(double kernel_ms, double vendor_ms, const AtenPairing& ru
 /// alone (Inductor compiles one kernel, or none, and times nothing). Throws core::Error
 /// when the ranking lacks a kernel config or the vendor entry.
 std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& ranked, const AtenPairing& rule);
+
+/// fp32 accumulator registers per thread of a kernel config: BLOCK_M x BLOCK_N spread over
+/// num_warps x 32 threads. Triton's compile time grows with it (on the H200, a 128x128 tile
+/// on 4 warps, 128 registers, took 3.0 s to compile for K = 768 against 0.8-1.4 s for 64
+/// registers), and Inductor compiles a pick it times against ATen three times.
+int accumulator_registers(const core::GemmConfig& config);
+
+/// `--compile-margin`: moves to the place of the first kernel config of a best-first ranking
+/// the kernel config, among those predicted within the factor 1 + `margin` of it, with the
+/// fewest accumulator registers per thread (the fastest predicted of those tied), so that a
+/// near-tie is settled for the kernel that compiles faster. The other entries keep their order.
+void prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin);
 
 enum class LutFormat { inductor, diode };
 
