@@ -1,0 +1,71 @@
+"""bench/lut_e2e.py's table variants: the --top-k grammar and the export-lut calls it makes
+(run against the built binary and the shipped model; the GPU part is not reached)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+CLI = Path(os.environ.get("MMT_CLI", SOURCE_DIR / "build" / "src" / "cli" / "matmul_toolkit"))
+MODEL = SOURCE_DIR / "data" / "models" / "inductor_h200.pt"
+SHAPESET = SOURCE_DIR / "data" / "shapesets" / "transformer_shapes.json"
+
+_spec = importlib.util.spec_from_file_location("lut_e2e", SOURCE_DIR / "bench" / "lut_e2e.py")
+assert _spec is not None and _spec.loader is not None
+lut_e2e = importlib.util.module_from_spec(_spec)
+sys.modules["lut_e2e"] = lut_e2e  # its dataclasses look their module up there
+_spec.loader.exec_module(lut_e2e)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1", (1, False, [])),
+    ("5+aten", (5, True, [])),
+    ("1+aten@25", (1, True, ["--aten-within", "25"])),
+    ("1+aten@15us", (1, True, ["--aten-from", "15"])),
+    ("3+fast5", (3, False, ["--compile-margin", "5"])),
+    ("1+aten@15us+fast5+alone100us",
+     (1, True, ["--aten-from", "15", "--compile-margin", "5", "--aten-alone-from", "100"])),
+    ("1+aten+alone2.5us", (1, True, ["--aten-alone-from", "2.5"])),
+])
+def test_table_size_reads_each_rule(text: str, expected: tuple[int, bool, list[str]]) -> None:
+    assert lut_e2e.table_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "2+aten@10", "1+alone100us", "5+aten+alone100us", "1+fast", "1+aten@15us+alone1",
+                                  "1+alone100us+fast5"])
+def test_table_size_refuses_malformed_items(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        lut_e2e.table_size(text)
+
+
+@pytest.mark.skipif(not CLI.is_file(), reason=f"no matmul_toolkit binary at {CLI} (build it, or set MMT_CLI)")
+def test_export_lut_writes_each_variant(tmp_path: Path) -> None:
+    """The recommended table pairs fewer problems than the one before it (ATen alone on the
+    large GEMMs), and its kernel picks never carry more accumulator registers."""
+    tables = {}
+    for item in ("1+aten@15us", "1+aten@15us+fast5+alone100us"):
+        out = tmp_path / f"{item}.json"
+        lut_e2e.export_lut(str(CLI), str(MODEL), str(SHAPESET), item, str(out), "DEFAULT")
+        tables[item] = json.loads(out.read_text())
+    before, after = tables["1+aten@15us"], tables["1+aten@15us+fast5+alone100us"]
+    assert before.keys() == after.keys()
+
+    def registers(entries: list[dict]) -> int:
+        kernel = next((e for e in entries if "BLOCK_M" in e), None)
+        return 0 if kernel is None else kernel["BLOCK_M"] * kernel["BLOCK_N"] // (32 * kernel["num_warps"])
+
+    def choices(table: dict) -> int:
+        return sum(len(entries) for entries in table.values())
+
+    assert choices(after) < choices(before)
+    assert before != after
+    for key in before:
+        if any("BLOCK_M" in e for e in after[key]) and any("BLOCK_M" in e for e in before[key]):
+            assert registers(after[key]) <= registers(before[key]), key
