@@ -181,8 +181,9 @@ step_train_speed() {
 # The shipped default model's export-lut tables against max-autotune, on problems no
 # training set holds: log-normal draws of another seed, then the transformer shapeset
 # (every E2E_EVERY-th problem); each stops starting problems after E2E_BUDGET s.
-# E2E_TOP_K: the tables compared (default: top-1 with ATen from 15 us, the recommended one,
-# and top-1 with ATen everywhere; lut_e2e.py --help has the syntax);
+# E2E_TOP_K: the tables compared (default: the recommended one, top-1 with ATen from 15 us,
+# a 5 % compile margin and ATen alone from 100 us, and the one before it without the last
+# two; lut_e2e.py --help has the syntax);
 # E2E_RESUME=1 goes on with the problems of an earlier run whose $out/e2e_* is in place.
 # E2E_MODEL: the model, or several separated by spaces to compare them on the same problems.
 e2e_models() {
@@ -192,7 +193,7 @@ e2e_models() {
 
 step_e2e_lognormal() {
   python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
-    --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 --top-k ${E2E_TOP_K:-1+aten@15us 1+aten} \
+    --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone100us 1+aten@15us} \
     --out "$out/e2e_ln" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_ln.txt" 2>"$out/e2e_ln.log" || status=1
   tail -12 "$out/e2e_ln.txt"
@@ -200,7 +201,7 @@ step_e2e_lognormal() {
 
 step_e2e_transformer() {
   python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
-    --shapeset data/shapesets/transformer_shapes.json --every "${E2E_EVERY:-3}" --top-k ${E2E_TOP_K:-1+aten@15us 1+aten} \
+    --shapeset data/shapesets/transformer_shapes.json --every "${E2E_EVERY:-3}" --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone100us 1+aten@15us} \
     --out "$out/e2e_tr" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_tr.txt" 2>"$out/e2e_tr.log" || status=1
   tail -12 "$out/e2e_tr.txt"
