@@ -235,6 +235,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         lut.with_aten = false;
     }
 
+    if (o.compile_margin_percent &&
+        (!(*o.compile_margin_percent >= 0.0) || !std::isfinite(*o.compile_margin_percent))) {
+        throw core::InputError("--compile-margin", "must be a percentage of 0 or more");
+    }
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto predictor = model::Predictor::load(model_path, resolved_device(global));
@@ -243,10 +247,6 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                model_path + " predicts no ATen times (trained with --no-vendor-rows)");
     }
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
-    if (o.compile_margin_percent &&
-        (!(*o.compile_margin_percent >= 0.0) || !std::isfinite(*o.compile_margin_percent))) {
-        throw core::InputError("--compile-margin", "must be a percentage of 0 or more");
-    }
     std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0;
     for (auto& problem : ranked) {
         if (o.compile_margin_percent) {
