@@ -744,11 +744,6 @@ def measure_problem(torch: Any, index: int, p: Problem, variants: list[Variant],
     ref = getattr(torch, p.op)(*operands)
     captured: dict[str, Captured] = {}
     torch._dynamo.reset()
-    # Each variant's fresh_gemm shares the frame Dynamo counts recompiles of: past its limit
-    # (8) it would run the op eagerly.
-    for limit in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, limit):
-            setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 2 * len(variants) + 8))
     try:
         for variant in variants:  # tables first, max-autotune last (see the module doc)
             print(f"  {p.name}: {variant.name} ...", file=sys.stderr, flush=True)
@@ -916,6 +911,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"device: {device}; torch {torch.__version__}; triton {triton_version}; CUDA {torch.version.cuda}")
     print(f"{len(problems)} problems (written to {shapeset})")
     variants = make_variants(args, shapeset)
+    # Each variant's fresh_gemm shares the frame Dynamo counts recompiles of: past its limit
+    # (8) it would run the op eagerly.
+    for limit in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 2 * len(variants) + 8))
     done = resumed_records(args, variants)
     result = {"device": device, "torch": torch.__version__, "triton": triton_version, "cuda": torch.version.cuda,
               "command": sys.argv, "shapeset": shapeset,

@@ -1,7 +1,6 @@
 // `export-lut`: the model's top-K configs for every problem of a shapeset or a dataset,
 // written as a PyTorch Inductor lookup table or a torch-diode Table.
 
-#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -250,10 +249,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0;
     for (auto& problem : ranked) {
         if (o.compile_margin_percent) {
-            const auto before = problem.configs;
-            model::prefer_fast_compile(problem.configs, *o.compile_margin_percent / 100.0);
-            compile_moves += !std::equal(before.begin(), before.end(), problem.configs.begin(),
-                                         [](const auto& a, const auto& b) { return a.config == b.config; });
+            compile_moves += model::prefer_fast_compile(problem.configs, *o.compile_margin_percent / 100.0);
         }
         if (o.aten_by_rule()) {
             problem.configs = model::kernel_or_vendor(problem.configs, pairing);

@@ -210,10 +210,10 @@ int accumulator_registers(const core::GemmConfig& config) {
     return (config.block_m * config.block_n + threads - 1) / threads;
 }
 
-void prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin) {
+bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin) {
     const auto is_kernel = [](const RankedConfig& r) { return !collect::is_reference_config(r.config); };
     const auto first = std::find_if(ranked.begin(), ranked.end(), is_kernel);
-    if (first == ranked.end()) return;
+    if (first == ranked.end()) return false;
     const double limit = first->predicted_ms * (1.0 + margin);
     auto chosen = first;
     for (auto it = std::next(first); it != ranked.end(); ++it) {
@@ -221,7 +221,9 @@ void prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin) {
         // Ties on registers keep the earlier, i.e. faster predicted, config.
         if (accumulator_registers(it->config) < accumulator_registers(chosen->config)) chosen = it;
     }
+    if (chosen == first) return false;
     std::rotate(first, chosen, std::next(chosen));
+    return true;
 }
 
 std::string inductor_template_id(const std::string& op_key) {

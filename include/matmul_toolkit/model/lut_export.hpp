@@ -68,7 +68,8 @@ int accumulator_registers(const core::GemmConfig& config);
 /// the kernel config, among those predicted within the factor 1 + `margin` of it, with the
 /// fewest accumulator registers per thread (the fastest predicted of those tied), so that a
 /// near-tie is settled for the kernel that compiles faster. The other entries keep their order.
-void prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin);
+/// Returns whether a config was moved.
+bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin);
 
 enum class LutFormat { inductor, diode };
 
