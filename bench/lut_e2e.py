@@ -21,7 +21,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    pick, else the one predicted faster alone; 1+aten@Tus adds --aten-from T: only where the
    faster of the two is predicted at T µs or more; +fastP adds --compile-margin P: the
    fastest-compiling kernel config within P % of the best; +aloneTus adds
-   --aten-alone-from T: ATen alone where predicted faster at T µs or more). Each
+   --aten-alone-from T: ATen alone where predicted faster at T µs or more; a final +noepi
+   compiles with that table and Inductor's benchmark_epilogue_fusion off). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
    without a GPU, from OUT/problems_shapeset.json of an earlier run).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
@@ -241,6 +242,14 @@ class Variant:
     lut: Optional[str] = None
     table: Optional[dict[str, Any]] = None
     export_s: Optional[float] = None
+    settings: Optional[dict[str, Any]] = None  # Inductor settings of this variant only
+
+
+# A --top-k item ending in NO_EPILOGUE_BENCH compiles its table with
+# benchmark_epilogue_fusion off: a table that offers two choices (the pick and ATen) then
+# makes Inductor time them at lowering, instead of deferring the choice to the scheduler
+# (a MultiTemplateBuffer), whose epilogue benchmarks compile the Triton kernel once more.
+NO_EPILOGUE_BENCH = "+noepi"
 
 
 def model_labels(models: list[str]) -> list[str]:
@@ -286,6 +295,14 @@ def table_size(text: str) -> tuple[int, bool, list[str]]:
     return int(match.group(1)), bool(match.group(2)), extra
 
 
+def split_settings(item: str) -> tuple[str, Optional[dict[str, Any]]]:
+    """A --top-k item without its NO_EPILOGUE_BENCH suffix, and the Inductor settings the
+    suffix asks for (None without it)."""
+    if item.endswith(NO_EPILOGUE_BENCH):
+        return item[:-len(NO_EPILOGUE_BENCH)], {"benchmark_epilogue_fusion": False}
+    return item, None
+
+
 def export_lut(mmt: str, model: str, shapeset: str, top_k: str, output: str, search_space: str) -> float:
     """Runs export-lut; seconds it took. Raises UsageError with its last error line."""
     k, with_aten, extra = table_size(top_k)
@@ -305,12 +322,13 @@ def export_lut(mmt: str, model: str, shapeset: str, top_k: str, output: str, sea
 def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
     variants = []
     for model, label in zip(args.model, model_labels(args.model)):
-        for k in args.top_k:
+        for item in args.top_k:
+            k, settings = split_settings(item)
             lut = os.path.join(args.out, f"lut_{label}_top{re.sub(r'[^A-Za-z0-9.]', '_', k)}.json")
             seconds = export_lut(args.mmt, model, shapeset, k, lut, args.search_space)
             with open(lut) as f:
                 table = json.load(f)
-            variants.append(Variant(f"{label}/top{k}", model, k, lut, table, seconds))
+            variants.append(Variant(f"{label}/top{item}", model, k, lut, table, seconds, settings))
             print(f"exported {lut}: {len(table)} keys in {seconds:.1f} s", file=sys.stderr)
     for name, path in args.table:
         try:
@@ -606,10 +624,11 @@ def choices_handler(handler: Any) -> Iterator[None]:
         V.set_choices_handler(InductorChoices())
 
 
-def inductor_patch(table: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """The same max-autotune settings for every variant; only the table differs."""
+def inductor_patch(table: Optional[dict[str, Any]], settings: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """The same max-autotune settings for every variant; only the table (and a table
+    variant's own settings) differ."""
     return {"max_autotune": True, "max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON,ATEN",
-            "autotune_local_cache": False, "fx_graph_cache": False, "lookup_table.table": table}
+            "autotune_local_cache": False, "fx_graph_cache": False, "lookup_table.table": table} | (settings or {})
 
 
 def fresh_gemm(op: Callable[..., Any]) -> Callable[..., Any]:
@@ -678,7 +697,7 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
     result: dict[str, Any] = {"runtime_ms": None, "compile_s": None}
     captured = None
     try:
-        with fresh_cache(dir=cache_root()), inductor_config.patch(inductor_patch(variant.table)), \
+        with fresh_cache(dir=cache_root()), inductor_config.patch(inductor_patch(variant.table, variant.settings)), \
                 choices_handler(recorder.handler if recorder else InductorChoices()):
             compiled = torch.compile(fresh_gemm(getattr(torch, p.op)), dynamic=False)
             codes: list[str] = []
@@ -806,7 +825,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="K of each model's tables; K+aten also offers Inductor's ATen choice "
                         "(export-lut --with-aten); 1+aten@P only where predicted within P %% "
                         "(--aten-within P), 1+aten@Tus only from T us (--aten-from T)"
-                        "; +fastP: --compile-margin P; +aloneTus: --aten-alone-from T; "
+                        "; +fastP: --compile-margin P; +aloneTus: --aten-alone-from T; a final +noepi "
+                        "compiles the table with benchmark_epilogue_fusion off; "
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
@@ -838,7 +858,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--max-size must be at least --min-size")
     for k in args.top_k:
         try:
-            table_size(k)
+            table_size(split_settings(k)[0])
         except argparse.ArgumentTypeError as e:
             p.error(f"--top-k: {e}")
     if any(b < 1 for b in args.batch_sizes):

@@ -45,6 +45,17 @@ def test_table_size_refuses_malformed_items(text: str) -> None:
         lut_e2e.table_size(text)
 
 
+def test_noepi_suffix_turns_epilogue_benchmarks_off_for_that_variant_only() -> None:
+    assert lut_e2e.split_settings("1+aten@15us+fast5+noepi") == ("1+aten@15us+fast5", {"benchmark_epilogue_fusion": False})
+    assert lut_e2e.split_settings("1+aten@15us") == ("1+aten@15us", None)
+    plain = lut_e2e.inductor_patch({"k": []})
+    assert "benchmark_epilogue_fusion" not in plain
+    assert lut_e2e.inductor_patch({"k": []}, {"benchmark_epilogue_fusion": False})["benchmark_epilogue_fusion"] is False
+    assert lut_e2e.parse_args(["--mmt", "mmt", "--model", "m.pt", "--log-normal", "3", "--top-k", "1+aten+noepi"]).top_k == ["1+aten+noepi"]
+    with pytest.raises(SystemExit):
+        lut_e2e.parse_args(["--mmt", "mmt", "--model", "m.pt", "--log-normal", "3", "--top-k", "1+noepi+aten"])
+
+
 @pytest.mark.skipif(not CLI.is_file(), reason=f"no matmul_toolkit binary at {CLI} (build it, or set MMT_CLI)")
 def test_export_lut_writes_each_variant(tmp_path: Path) -> None:
     """The recommended table pairs fewer problems than the one before it (ATen alone on the
