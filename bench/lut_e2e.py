@@ -665,7 +665,7 @@ def kernel_of(codes: list[str]) -> str:
             return (f"triton {block['BLOCK_M']}x{block.get('BLOCK_N')}x{block.get('BLOCK_K')} "
                     f"g{block.get('GROUP_M', '?')} s{launch.get('num_stages', '?')} w{launch.get('num_warps', '?')}")
         return "triton"
-    if re.search(r"extern_kernels\.(mm|addmm|bmm|baddbmm)", text):
+    if re.search(r"extern_kernels\.(mm|addmm|bias_addmm|bmm|baddbmm)\b", text):
         return "aten"
     return "other" if text else "unknown"
 

@@ -80,3 +80,9 @@ def test_export_lut_writes_each_variant(tmp_path: Path) -> None:
     for key in before:
         if any("BLOCK_M" in e for e in after[key]) and any("BLOCK_M" in e for e in before[key]):
             assert registers(after[key]) <= registers(before[key]), key
+
+
+def test_kernel_of_reads_aten_calls_including_bias_addmm() -> None:
+    assert lut_e2e.kernel_of(["buf0 = extern_kernels.bias_addmm(arg0_1, arg1_1, arg2_1)"]) == "aten"
+    assert lut_e2e.kernel_of(["extern_kernels.mm(arg0_1, arg1_1, out=buf0)"]) == "aten"
+    assert lut_e2e.kernel_of(["extern_kernels.mmx(arg0_1)"]) == "other"
