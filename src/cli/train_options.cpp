@@ -147,6 +147,11 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                  "Leave each problem's fastest vendor-library entry (aten_*) out of training: the model "
                  "then ranks kernel configs only (by default it learns ATen's time too, and recommend / "
                  "export-lut pick ATen where it predicts ATen fastest, as max-autotune does)");
+    cmd.add_option("--vendor-weight", o.vendor_weight,
+                   "Count each problem's vendor row (aten_*) this many times in the training loss, against "
+                   "its ~18 kernel configs once each: whether ATen or the best kernel is faster decides many "
+                   "first picks")
+        ->capture_default_str();
 }
 
 std::string training_device(const GlobalOptions& global) {
@@ -171,6 +176,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.device = training_device(global);
     t.seed = global.seed;
     t.vendor_rows = !o.no_vendor_rows;
+    t.vendor_weight = o.vendor_weight;
     t.ranking_weight = o.ranking_weight;
     t.ranking_loss = model::parse_ranking_loss(o.ranking_loss);
     t.ensemble = o.ensemble;

@@ -36,6 +36,7 @@ struct TrainCliOptions {
     std::string log_dir = "logs";
     int top_n_worst = 10;
     bool no_vendor_rows = false;
+    int vendor_weight = 1;
     double ranking_weight = 0.0;
     std::string ranking_loss = "pairwise";
     int ensemble = 1;

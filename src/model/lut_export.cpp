@@ -210,7 +210,8 @@ int accumulator_registers(const core::GemmConfig& config) {
     return (config.block_m * config.block_n + threads - 1) / threads;
 }
 
-bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin) {
+bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::int64_t k) {
+    if (k > kLongestUnrolledK) return false;
     const auto is_kernel = [](const RankedConfig& r) { return !collect::is_reference_config(r.config); };
     const auto first = std::find_if(ranked.begin(), ranked.end(), is_kernel);
     if (first == ranked.end()) return false;

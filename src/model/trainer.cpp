@@ -64,11 +64,18 @@ private:
     std::map<std::string, int> m_units;
 };
 
+/// The rows of the problems `which`, problem by problem; each vendor row `vendor_copies`
+/// times (TrainOptions::vendor_weight).
 FeatureRows build_rows(const std::vector<ProblemGroup>& problems, const std::vector<std::size_t>& which,
-                       HardwareCache& hardware) {
+                       HardwareCache& hardware, int vendor_copies = 1) {
     FeatureRows out;
     const std::size_t width = num_features();
-    for (auto i : which) out.rows += problems[i].timings.size();
+    const auto copies = [&](const core::GemmConfig& config) {
+        return is_reference_config(config) ? static_cast<std::size_t>(vendor_copies) : std::size_t{1};
+    };
+    for (auto i : which) {
+        for (const auto& timed : problems[i].timings) out.rows += copies(timed.config);
+    }
     out.x.resize(out.rows * width);
     out.y.resize(out.rows);
     std::size_t row = 0;
@@ -77,9 +84,11 @@ FeatureRows build_rows(const std::vector<ProblemGroup>& problems, const std::vec
         out.first_row.push_back(static_cast<std::int64_t>(row));
         const ProblemFeatures features(p.op_key, p.shape, hardware.units(p.hardware));
         for (const auto& timed : p.timings) {
-            features.write(timed.config, out.x.data() + row * width);
-            out.y[row] = static_cast<float>(std::log(timed.time_ms));
-            ++row;
+            for (std::size_t copy = copies(timed.config); copy > 0; --copy) {
+                features.write(timed.config, out.x.data() + row * width);
+                out.y[row] = static_cast<float>(std::log(timed.time_ms));
+                ++row;
+            }
         }
     }
     out.first_row.push_back(static_cast<std::int64_t>(row));
@@ -122,6 +131,7 @@ void validate_train_options(const TrainOptions& o) {
     if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
+    if (o.vendor_weight < 1) throw core::InputError("--vendor-weight", "must be at least 1");
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
     if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
     if (o.threads < 0) throw core::InputError("--threads", "must be 0 (automatic) or more");
@@ -372,7 +382,7 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
                                                     options.test_fraction, options.seed);
 
     HardwareCache hardware;
-    FeatureRows train = build_rows(problems, result.split.train, hardware);
+    FeatureRows train = build_rows(problems, result.split.train, hardware, options.vendor_weight);
     FeatureRows val = build_rows(problems, result.split.validation, hardware);
     result.train_rows = train.rows;
     result.validation_rows = val.rows;

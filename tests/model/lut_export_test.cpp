@@ -228,21 +228,27 @@ TEST(InductorLut, PreferFastCompileWithinTheMargin) {
                lighter = tile("lighter", 64, 64, 4), aten = named("aten_mm");
     std::vector<RankedConfig> ranked{{aten, 0.9}, {heavy, 1.0}, {light, 1.04}, {lighter, 1.2}};
     auto moved = ranked;
-    EXPECT_TRUE(prefer_fast_compile(moved, 0.05));
+    EXPECT_TRUE(prefer_fast_compile(moved, 0.05, 768));
     EXPECT_EQ(names(moved), (Names{"aten_mm", "light", "heavy", "lighter"}));
     moved = ranked;
-    EXPECT_TRUE(prefer_fast_compile(moved, 0.25));
+    EXPECT_TRUE(prefer_fast_compile(moved, 0.25, 768));
     EXPECT_EQ(names(moved), (Names{"aten_mm", "lighter", "heavy", "light"}));
     moved = ranked;
-    EXPECT_FALSE(prefer_fast_compile(moved, 0.0));
+    EXPECT_FALSE(prefer_fast_compile(moved, 0.0, 768));
     EXPECT_EQ(names(moved), names(ranked));
     // Equal registers: the faster predicted stays first.
     std::vector<RankedConfig> tied{{light, 1.0}, {tile("same", 64, 128, 4), 1.01}};
-    EXPECT_FALSE(prefer_fast_compile(tied, 0.05));
+    EXPECT_FALSE(prefer_fast_compile(tied, 0.05, 768));
     EXPECT_EQ(names(tied), (Names{"light", "same"}));
     std::vector<RankedConfig> only_aten{{aten, 1.0}};
-    EXPECT_FALSE(prefer_fast_compile(only_aten, 0.05));
+    EXPECT_FALSE(prefer_fast_compile(only_aten, 0.05, 768));
     EXPECT_EQ(names(only_aten), (Names{"aten_mm"}));
+    // A K loop too long to unroll compiles fast whatever the tile: the best stays first.
+    moved = ranked;
+    EXPECT_TRUE(prefer_fast_compile(moved, 0.05, kLongestUnrolledK));
+    moved = ranked;
+    EXPECT_FALSE(prefer_fast_compile(moved, 0.25, kLongestUnrolledK + 1));
+    EXPECT_EQ(names(moved), names(ranked));
 }
 
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {

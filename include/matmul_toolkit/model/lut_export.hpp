@@ -59,17 +59,27 @@ bool pairs_with_vendor(double kernel_ms, double vendor_ms, const AtenPairing& ru
 std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& ranked, const AtenPairing& rule);
 
 /// fp32 accumulator registers per thread of a kernel config: BLOCK_M x BLOCK_N spread over
-/// num_warps x 32 threads. Triton's compile time grows with it (on the H200, a 128x128 tile
-/// on 4 warps, 128 registers, took 3.0 s to compile for K = 768 against 0.8-1.4 s for 64
-/// registers), and Inductor compiles a pick it times against ATen three times.
+/// num_warps x 32 threads. Where the K loop is short enough to be unrolled in full (see
+/// kLongestUnrolledK), Triton's compile time grows with K times this count (on the H200, a
+/// 128x128 tile on 4 warps, 128 registers, took 2.6 s to compile for K = 768 and 4.3 s for
+/// K = 1024, against 0.8-1.5 s for 64 registers), and Inductor compiles a pick it times
+/// against ATen two to three times.
 int accumulator_registers(const core::GemmConfig& config);
+
+/// The longest K for which Triton 3.6 (LLVM) still unrolls the K loop of Inductor's GEMM
+/// template in full, which is what makes a compile slow: on the H200, the 19 DEFAULT configs
+/// of a 2048x2048 bf16 mm compiled in 0.3-0.7 s each for K = 4096, 8192 and 16384 and for
+/// K <= 256, and in up to 5.6 s for K = 768-2048 (most configs stop unrolling between K = 1536
+/// and 4096). README, "Compile time of a pick".
+inline constexpr std::int64_t kLongestUnrolledK = 2048;
 
 /// `--compile-margin`: moves to the place of the first kernel config of a best-first ranking
 /// the kernel config, among those predicted within the factor 1 + `margin` of it, with the
 /// fewest accumulator registers per thread (the fastest predicted of those tied), so that a
-/// near-tie is settled for the kernel that compiles faster. The other entries keep their order.
-/// Returns whether a config was moved.
-bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin);
+/// near-tie is settled for the kernel that compiles faster. Only for problems whose K is at
+/// most kLongestUnrolledK: above, every config compiles about as fast, and the move would
+/// only cost runtime. The other entries keep their order. Returns whether a config was moved.
+bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::int64_t k);
 
 enum class LutFormat { inductor, diode };
 

@@ -55,6 +55,11 @@ struct TrainOptions {
     /// The problems carry their vendor-library rows (with_reference_rows): recorded in the
     /// model, so ranking offers ATen next to the kernel configs.
     bool vendor_rows = false;
+    /// Each vendor row counts this many times in the training loss (it is repeated among its
+    /// problem's training rows): a problem has one ATen row against ~18 kernel configs, and
+    /// which of ATen and the best kernel is faster decides the first pick as often as the
+    /// order of the kernels does. 1: every row once.
+    int vendor_weight = 1;
     /// Weight of the within-problem term (ranking_loss) added to the MSE of ln time; 0 trains
     /// on the MSE alone. Above 0 the rows are batched problem by problem. Off by default: it
     /// lifts held-out top-1 on the H200 Inductor data a little but costs it on the native
