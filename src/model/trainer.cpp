@@ -384,7 +384,8 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
     HardwareCache hardware;
     FeatureRows train = build_rows(problems, result.split.train, hardware, options.vendor_weight);
     FeatureRows val = build_rows(problems, result.split.validation, hardware);
-    result.train_rows = train.rows;
+    // Timed configs, each once (--vendor-weight repeats vendor rows in `train` only).
+    result.train_rows = count_rows(select_problems(problems, result.split.train));
     result.validation_rows = val.rows;
     result.test_rows = count_rows(select_problems(problems, result.split.test));
     if (train.rows < 2) {
@@ -405,7 +406,7 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
     info.patience = options.patience;
     info.seed = std::to_string(options.seed);
     info.train_problems = result.split.train.size();
-    info.train_rows = train.rows;
+    info.train_rows = result.train_rows;
     info.vendor_rows = options.vendor_rows;
 
     // Standardise once, up front: the tensors on the device are final.

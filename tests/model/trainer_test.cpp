@@ -51,6 +51,32 @@ TEST(Trainer, RankingTermLearnsTheSameLaw) {
     EXPECT_THROW(train_model(testing::synthetic_dataset(10, 3), "synthetic", options), core::InputError);
 }
 
+// --vendor-weight repeats each problem's vendor row in the training loss: a different fit,
+// the same reported row counts; below 1 it is refused.
+TEST(Trainer, VendorWeightRepeatsVendorRowsInTheLossOnly) {
+    auto problems = group_problems(testing::synthetic_dataset(30, 4), "synthetic");
+    for (auto& p : problems) {
+        core::TimedConfig aten;
+        aten.config.name = "aten_mm";
+        aten.config.block_m = aten.config.block_n = aten.config.block_k = 1;
+        aten.config.group_m = aten.config.num_stages = aten.config.num_warps = 1;
+        aten.time_ms = 1.5 * p.timings.front().time_ms;
+        p.reference = aten;
+    }
+    problems = with_reference_rows(std::move(problems));
+    auto options = small_options();
+    options.num_epochs = 3;
+    options.vendor_rows = true;
+    const auto once = train_model(problems, options);
+    options.vendor_weight = 3;
+    const auto thrice = train_model(problems, options);
+    EXPECT_EQ(once.train_rows, thrice.train_rows);
+    EXPECT_EQ(once.train_rows, count_rows(select_problems(problems, once.split.train)));
+    EXPECT_NE(once.history.back().train_loss, thrice.history.back().train_loss);
+    options.vendor_weight = 0;
+    EXPECT_THROW(train_model(problems, options), core::InputError);
+}
+
 TEST(Trainer, DeepModelTrainsWithoutNaN) {
     const auto dataset = testing::synthetic_dataset(20, 3);
     auto options = small_options();
