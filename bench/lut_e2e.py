@@ -247,8 +247,9 @@ class Variant:
 
 # A --top-k item ending in NO_EPILOGUE_BENCH compiles its table with
 # benchmark_epilogue_fusion off: a table that offers two choices (the pick and ATen) then
-# makes Inductor time them at lowering, instead of deferring the choice to the scheduler
-# (a MultiTemplateBuffer), whose epilogue benchmarks compile the Triton kernel once more.
+# makes Inductor time them at lowering instead of deferring the choice to the scheduler (a
+# MultiTemplateBuffer). Does that spare a compile of the pick? Measured on the H200: no
+# (README, End-to-end).
 NO_EPILOGUE_BENCH = "+noepi"
 
 

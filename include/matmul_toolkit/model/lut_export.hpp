@@ -70,7 +70,7 @@ int accumulator_registers(const core::GemmConfig& config);
 /// template in full, which is what makes a compile slow: on the H200, the 19 DEFAULT configs
 /// of a 2048x2048 bf16 mm compiled in 0.3-0.7 s each for K = 4096, 8192 and 16384 and for
 /// K <= 256, and in up to 5.6 s for K = 768-2048 (most configs stop unrolling between K = 1536
-/// and 4096). README, "Compile time of a pick".
+/// and 4096). README, "What a kernel costs to compile, by K".
 inline constexpr std::int64_t kLongestUnrolledK = 2048;
 
 /// `--compile-margin`: moves to the place of the first kernel config of a best-first ranking

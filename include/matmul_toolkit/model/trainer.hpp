@@ -57,8 +57,8 @@ struct TrainOptions {
     bool vendor_rows = false;
     /// Each vendor row counts this many times in the training loss (it is repeated among its
     /// problem's training rows): a problem has one ATen row against ~18 kernel configs, and
-    /// which of ATen and the best kernel is faster decides the first pick as often as the
-    /// order of the kernels does. 1: every row once.
+    /// which of ATen and the best kernel is faster decides most lost first picks. 1: every
+    /// row once (4 did not lift held-out top-1 on the H200 Inductor data: README, train).
     int vendor_weight = 1;
     /// Weight of the within-problem term (ranking_loss) added to the MSE of ln time; 0 trains
     /// on the MSE alone. Above 0 the rows are batched problem by problem. Off by default: it
