@@ -132,6 +132,9 @@ void validate_train_options(const TrainOptions& o) {
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
     if (o.vendor_weight < 1) throw core::InputError("--vendor-weight", "must be at least 1");
+    if (o.vendor_weight > 1 && !o.vendor_rows) {
+        throw core::InputError("--vendor-weight", "weighs vendor rows, which --no-vendor-rows leaves out");
+    }
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
     if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
     if (o.threads < 0) throw core::InputError("--threads", "must be 0 (automatic) or more");

@@ -75,6 +75,9 @@ TEST(Trainer, VendorWeightRepeatsVendorRowsInTheLossOnly) {
     EXPECT_NE(once.history.back().train_loss, thrice.history.back().train_loss);
     options.vendor_weight = 0;
     EXPECT_THROW(train_model(problems, options), core::InputError);
+    options.vendor_weight = 3;  // with no vendor rows to weigh
+    options.vendor_rows = false;
+    EXPECT_THROW(train_model(problems, options), core::InputError);
 }
 
 TEST(Trainer, DeepModelTrainsWithoutNaN) {
