@@ -20,7 +20,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    1+aten@P adds --aten-within P: ATen only where the model predicts it within P % of the
    pick, else the one predicted faster alone; 1+aten@Tus adds --aten-from T: only where the
    faster of the two is predicted at T µs or more; +fastP adds --compile-margin P: the
-   fastest-compiling kernel config within P % of the best; +aloneTus adds
+   fastest-compiling kernel config within P % of the best; +pairedP adds
+   --paired-compile-margin P: that margin where the table pairs the pick with ATen; +aloneTus adds
    --aten-alone-from T: ATen alone where predicted faster at T µs or more; a final +noepi
    compiles with that table and Inductor's benchmark_epilogue_fusion off). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
@@ -274,14 +275,15 @@ def table_size(text: str) -> tuple[int, bool, list[str]]:
     pick only where the model predicts the two within P %, else the faster alone) or
     "1+aten@Tus" (--aten-from T: only where the faster is predicted at T µs or more),
     optionally followed by "+fastP" (--compile-margin P: the fastest-compiling kernel
-    config within P % of the best) and, with +aten, "+aloneTus" (--aten-alone-from T: ATen
-    alone where predicted faster and at T µs or more). The third item: export-lut's extra
+    config within P % of the best) and, with 1+aten, "+pairedP" (--paired-compile-margin P:
+    that margin where the table pairs the pick with ATen) and "+aloneTus" (--aten-alone-from
+    T: ATen alone where predicted faster and at T µs or more). The third item: export-lut's extra
     arguments."""
-    match = re.fullmatch(rf"([0-9]+)(\+aten(?:@({NUMBER})(%|us)?)?)?(?:\+fast({NUMBER}))?(?:\+alone({NUMBER})us)?",
-                         text)
+    match = re.fullmatch(rf"([0-9]+)(\+aten(?:@({NUMBER})(%|us)?)?)?(?:\+fast({NUMBER}))?(?:\+paired({NUMBER}))?"
+                         rf"(?:\+alone({NUMBER})us)?", text)
     if not match or int(match.group(1)) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not K, K+aten, 1+aten@PERCENT or 1+aten@Tus with K >= 1, "
-                                         "optionally +fastPERCENT and +aloneTus")
+                                         "optionally +fastPERCENT, +pairedPERCENT and +aloneTus")
     extra: list[str] = []
     if match.group(3) is not None:
         if int(match.group(1)) != 1:
@@ -289,10 +291,12 @@ def table_size(text: str) -> tuple[int, bool, list[str]]:
         extra = ["--aten-from" if match.group(4) == "us" else "--aten-within", match.group(3)]
     if match.group(5) is not None:
         extra += ["--compile-margin", match.group(5)]
-    if match.group(6) is not None:
+    for group, option, name in ((6, "--paired-compile-margin", "+paired"), (7, "--aten-alone-from", "+alone")):
+        if match.group(group) is None:
+            continue
         if int(match.group(1)) != 1 or not match.group(2):
-            raise argparse.ArgumentTypeError(f"{text!r}: +alone needs 1+aten")
-        extra += ["--aten-alone-from", match.group(6)]
+            raise argparse.ArgumentTypeError(f"{text!r}: {name} needs 1+aten")
+        extra += [option, match.group(group)]
     return int(match.group(1)), bool(match.group(2)), extra
 
 
@@ -826,7 +830,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="K of each model's tables; K+aten also offers Inductor's ATen choice "
                         "(export-lut --with-aten); 1+aten@P only where predicted within P %% "
                         "(--aten-within P), 1+aten@Tus only from T us (--aten-from T)"
-                        "; +fastP: --compile-margin P; +aloneTus: --aten-alone-from T; a final +noepi "
+                        "; +fastP: --compile-margin P; +pairedP: --paired-compile-margin P; "
+                        "+aloneTus: --aten-alone-from T; a final +noepi "
                         "compiles the table with benchmark_epilogue_fusion off; "
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],

@@ -47,6 +47,7 @@ struct ExportLutOptions {
     std::optional<double> aten_from_us;
     std::optional<double> aten_alone_from_us;
     std::optional<double> compile_margin_percent;
+    std::optional<double> paired_compile_margin_percent;
 
     /// Whether ATen is paired with the pick by a rule rather than always.
     bool aten_by_rule() const { return aten_within_percent || aten_from_us || aten_alone_from_us; }
@@ -114,10 +115,16 @@ struct ExportLutOptions {
         cmd.add_option("--compile-margin", compile_margin_percent,
                        "Among the kernel configs predicted within PCT percent of the best, put first "
                        "the one with the fewest accumulator registers per thread (BLOCK_M x BLOCK_N / "
-                       "(32 x num_warps)), on problems with K <= 2048: there Triton unrolls the K loop in "
+                       "(32 x num_warps)), on problems with 256 < K <= 2048: there Triton unrolls the K loop in "
                        "full and register-heavy kernels compile up to 5x slower (a 128x128 tile on 4 warps: "
                        "2.6 s at K = 768 on the H200), and a pick Inductor times against ATen is compiled "
-                       "again; with longer K loops every config compiles in well under a second")
+                       "again; with shorter or longer K loops every config compiles in well under a second")
+            ->type_name("PCT");
+        cmd.add_option("--paired-compile-margin", paired_compile_margin_percent,
+                       "With --with-aten and --top-k 1: the margin of --compile-margin where the table pairs "
+                       "the kernel pick with ATen. Inductor compiles a paired pick two or three times (a "
+                       "128x128 tile on 4 warps at K = 768: 11 s on the H200, a 64-register tile 2.1-2.7 s) "
+                       "and times ATen beside it, so a lighter pick costs least runtime there")
             ->type_name("PCT");
     }
 };
@@ -141,7 +148,9 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
 /// With --aten-within or --aten-from every candidate is ranked, so that ATen's predicted time is known.
 /// With --compile-margin too: every config within the margin of the best must be seen.
 std::size_t ranked_per_problem(const ExportLutOptions& o) {
-    if (o.aten_by_rule() || o.compile_margin_percent) return std::numeric_limits<std::size_t>::max();
+    if (o.aten_by_rule() || o.compile_margin_percent || o.paired_compile_margin_percent) {
+        return std::numeric_limits<std::size_t>::max();
+    }
     return o.with_aten ? o.top_k + 1 : o.top_k;
 }
 
@@ -235,9 +244,15 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         lut.with_aten = false;
     }
 
-    if (o.compile_margin_percent &&
-        (!(*o.compile_margin_percent >= 0.0) || !std::isfinite(*o.compile_margin_percent))) {
-        throw core::InputError("--compile-margin", "must be a percentage of 0 or more");
+    for (const auto& [option, percent] : {std::pair{"--compile-margin", o.compile_margin_percent},
+                                           std::pair{"--paired-compile-margin", o.paired_compile_margin_percent}}) {
+        if (percent && (!(*percent >= 0.0) || !std::isfinite(*percent))) {
+            throw core::InputError(option, "must be a percentage of 0 or more");
+        }
+    }
+    if (o.paired_compile_margin_percent) {
+        if (!o.with_aten) throw core::InputError("--paired-compile-margin", "needs --with-aten");
+        if (o.top_k != 1) throw core::InputError("--paired-compile-margin", "needs --top-k 1");
     }
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
@@ -247,13 +262,21 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                model_path + " predicts no ATen times (trained with --no-vendor-rows)");
     }
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
-    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0;
+    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0;
+    // Without a pairing rule a --with-aten top-1 table always pairs the pick with ATen.
+    const bool every_table_paired = o.with_aten && !o.aten_by_rule() && o.top_k == 1;
     for (auto& problem : ranked) {
-        if (o.compile_margin_percent) {
-            compile_moves += model::prefer_fast_compile(problem.configs, *o.compile_margin_percent / 100.0, problem.shape.K);
-        }
+        const auto margin = every_table_paired && o.paired_compile_margin_percent ? o.paired_compile_margin_percent
+                                                                                  : o.compile_margin_percent;
+        std::vector<model::RankedConfig> unmoved;
+        if (o.paired_compile_margin_percent && !every_table_paired) unmoved = problem.configs;
+        if (margin) compile_moves += model::prefer_fast_compile(problem.configs, *margin / 100.0, problem.shape.K);
         if (o.aten_by_rule()) {
             problem.configs = model::kernel_or_vendor(problem.configs, pairing);
+            if (o.paired_compile_margin_percent) {
+                paired_moves += model::lighten_paired_pick(problem.configs, std::move(unmoved), pairing,
+                                                           *o.paired_compile_margin_percent / 100.0, problem.shape.K);
+            }
             aten_paired += problem.configs.size() == 2;
             aten_alone += problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
         } else if (o.with_aten) {
@@ -272,9 +295,15 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         std::cout << "ATen beside the kernel pick on " << aten_paired << " problems, ATen alone on " << aten_alone
                   << ", the kernel pick alone on " << ranked.size() - aten_paired - aten_alone << "\n";
     }
-    if (o.compile_margin_percent) {
+    if (every_table_paired && o.paired_compile_margin_percent) {
+        paired_moves = compile_moves;
+    } else if (o.compile_margin_percent) {
         std::cout << "--compile-margin " << *o.compile_margin_percent << ": a kernel with fewer accumulator "
                   << "registers put first on " << compile_moves << " problems\n";
+    }
+    if (o.paired_compile_margin_percent) {
+        std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent
+                  << ": a lighter kernel in the pair with ATen on " << paired_moves << " problems\n";
     }
     return core::kExitOk;
 }

@@ -211,7 +211,7 @@ int accumulator_registers(const core::GemmConfig& config) {
 }
 
 bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::int64_t k) {
-    if (k > kLongestUnrolledK) return false;
+    if (k <= kLongestCheapK || k > kLongestUnrolledK) return false;
     const auto is_kernel = [](const RankedConfig& r) { return !collect::is_reference_config(r.config); };
     const auto first = std::find_if(ranked.begin(), ranked.end(), is_kernel);
     if (first == ranked.end()) return false;
@@ -224,6 +224,22 @@ bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::
     }
     if (chosen == first) return false;
     std::rotate(first, chosen, std::next(chosen));
+    return true;
+}
+
+bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedConfig> ranked,
+                         const AtenPairing& rule, double paired_margin, std::int64_t k) {
+    if (table.size() != 2) return false;
+    if (!prefer_fast_compile(ranked, paired_margin, k)) return false;
+    auto lighter = kernel_or_vendor(ranked, rule);
+    const bool vendor_alone = lighter.size() == 1 && collect::is_reference_config(lighter.front().config);
+    if (lighter.size() != 2 && !vendor_alone) return false;
+    const auto same = [](const std::vector<RankedConfig>& a, const std::vector<RankedConfig>& b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                          [](const RankedConfig& x, const RankedConfig& y) { return x.config == y.config; });
+    };
+    if (same(lighter, table)) return false;
+    table = std::move(lighter);
     return true;
 }
 

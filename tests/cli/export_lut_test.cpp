@@ -31,6 +31,18 @@ public:
     }
 };
 
+/// The example shapeset with every K set to `k` (written into `dir`): the compile margins
+/// apply only where K is long enough for unrolling to cost compile time.
+std::string shapeset_with_k(const fs::path& dir, std::int64_t k) {
+    auto shapeset = nlohmann::json::parse(slurp(example_shapeset()));
+    for (auto& [op, entry] : shapeset.at("operations").items()) {
+        for (auto& shape : entry.at("shapes")) shape["K"] = k;
+    }
+    const auto path = dir / ("shapes_k" + std::to_string(k) + ".json");
+    std::ofstream(path) << shapeset.dump();
+    return path.string();
+}
+
 // Entries of one Inductor key that are ATen choices (addmm has two).
 std::size_t aten_entries(const nlohmann::json& entries) {
     std::size_t aten = 0;
@@ -164,11 +176,22 @@ TEST_F(ExportLutCli, AtenWithinPairsOnlyWherePredictedClose) {
         << alone.result.out;
 }
 
-// --compile-margin 0 changes nothing; a margin that covers every config leaves one with the
-// fewest accumulator registers of the space first. --aten-alone-from 0 leaves ATen alone
-// wherever it is predicted faster than the kernel pick.
-TEST_F(ExportLutCli, CompileMarginAndAtenAloneFrom) {
-    const std::vector<std::string> base{"--shapeset", example_shapeset(), "--top-k", "1", "--no-prune"};
+/// Accumulator registers per thread of the first Triton entry of an Inductor key, 0 if none.
+int first_kernel_registers(const nlohmann::json& entries) {
+    for (const auto& e : entries) {
+        if (e.contains("BLOCK_M")) {
+            return e.at("BLOCK_M").get<int>() * e.at("BLOCK_N").get<int>() / (32 * e.at("num_warps").get<int>());
+        }
+    }
+    return 0;
+}
+
+// --compile-margin 0 changes nothing; a margin that covers every config puts one with the
+// fewest accumulator registers of the space first (the example model ranks ATen first at
+// K = 768, so the tables hold two entries: ATen and the first kernel config); at K = 128,
+// where every tile compiles fast, nothing moves.
+TEST_F(ExportLutCli, CompileMarginPutsFewerRegistersFirst) {
+    const std::vector<std::string> base{"--shapeset", shapeset_with_k(*dir, 768), "--top-k", "2", "--no-prune"};
     auto with = [&](const std::string& name, std::vector<std::string> extra) {
         auto args = base;
         args.insert(args.end(), extra.begin(), extra.end());
@@ -184,17 +207,26 @@ TEST_F(ExportLutCli, CompileMarginAndAtenAloneFrom) {
     ASSERT_EQ(wide.table.size(), plain.table.size());
     EXPECT_NE(wide.table, plain.table);  // the example model's picks are not its lightest tiles
     for (const auto& [key, entries] : wide.table.items()) {
-        if (aten_entries(entries) == entries.size()) continue;  // ATen ranked first (addmm: two)
-        ASSERT_EQ(entries.size(), 1u) << key;
-        const auto& e = entries.front();
-        const int registers = e.at("BLOCK_M").get<int>() * e.at("BLOCK_N").get<int>() / (32 * e.at("num_warps").get<int>());
-        const auto& p = plain.table.at(key).front();
-        if (p.contains("BLOCK_M")) {
-            EXPECT_LE(registers, p.at("BLOCK_M").get<int>() * p.at("BLOCK_N").get<int>() / (32 * p.at("num_warps").get<int>()))
-                << key;
-        }
+        ASSERT_GT(first_kernel_registers(entries), 0) << key;
+        EXPECT_LE(first_kernel_registers(entries), first_kernel_registers(plain.table.at(key))) << key;
     }
 
+    const std::vector<std::string> short_k{"--shapeset", example_shapeset(), "--top-k", "2", "--no-prune"};
+    auto short_wide_args = short_k;
+    short_wide_args.insert(short_wide_args.end(), {"--compile-margin", "1e9"});
+    const auto short_wide = export_table("short_wide.json", short_wide_args);
+    ASSERT_EQ(short_wide.result.exit_code, 0) << short_wide.result.err;
+    EXPECT_EQ(short_wide.table, export_table("short_plain.json", short_k).table);
+}
+
+// --aten-alone-from 0 leaves ATen alone wherever it is predicted faster than the kernel pick.
+TEST_F(ExportLutCli, AtenAloneFromLeavesAtenAlone) {
+    const std::vector<std::string> base{"--shapeset", example_shapeset(), "--top-k", "1", "--no-prune"};
+    auto with = [&](const std::string& name, std::vector<std::string> extra) {
+        auto args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return export_table(name, args);
+    };
     const auto paired = with("paired.json", {"--with-aten", "--aten-from", "0"});
     const auto alone = with("alone.json", {"--with-aten", "--aten-from", "0", "--aten-alone-from", "0"});
     ASSERT_EQ(alone.result.exit_code, 0) << alone.result.err;
@@ -207,6 +239,44 @@ TEST_F(ExportLutCli, CompileMarginAndAtenAloneFrom) {
             EXPECT_EQ(aten_entries(entries), entries.size()) << key;
         }
     }
+}
+
+// --paired-compile-margin widens the margin only where the table pairs the pick with ATen:
+// every pair's kernel has at most the registers of the plain pair's, the picks alone stay.
+TEST_F(ExportLutCli, PairedCompileMarginLightensPairsOnly) {
+    const std::vector<std::string> base{"--shapeset", shapeset_with_k(*dir, 768), "--top-k", "1", "--no-prune",
+                                        "--with-aten"};
+    auto with = [&](const std::string& name, std::vector<std::string> extra) {
+        auto args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return export_table(name, args);
+    };
+    const std::vector<std::string> rule{"--aten-within", "1e9"};  // pairs every problem
+    const auto plain = with("plain.json", rule);
+    auto wide_args = rule;
+    wide_args.insert(wide_args.end(), {"--paired-compile-margin", "1e9"});
+    const auto wide = with("wide.json", wide_args);
+    ASSERT_EQ(wide.result.exit_code, 0) << wide.result.err;
+    EXPECT_NE(wide.result.out.find("a lighter kernel in the pair with ATen on "), std::string::npos) << wide.result.out;
+    ASSERT_EQ(wide.table.size(), plain.table.size());
+    std::size_t pairs = 0;
+    for (const auto& [key, entries] : plain.table.items()) {
+        const std::size_t aten = aten_entries(entries);
+        if (aten == 0 || aten == entries.size()) {
+            EXPECT_EQ(wide.table.at(key), entries) << key;  // alone: untouched
+            continue;
+        }
+        ++pairs;
+        EXPECT_LE(first_kernel_registers(wide.table.at(key)), first_kernel_registers(entries)) << key;
+    }
+    EXPECT_GT(pairs, 0u) << plain.result.out;
+    EXPECT_NE(wide.table, plain.table);
+
+    // Without a pairing rule every top-1 table is a pair: the paired margin is the margin.
+    const auto always = with("always.json", {"--paired-compile-margin", "1e9"});
+    const auto margin = with("margin.json", {"--compile-margin", "1e9"});
+    ASSERT_EQ(always.result.exit_code, 0) << always.result.err;
+    EXPECT_EQ(always.table, margin.table);
 }
 
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
@@ -229,6 +299,9 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-alone-from", "20"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-alone-from", "x"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--compile-margin", "-5"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--paired-compile-margin", "15"},
+        {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--paired-compile-margin", "15"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--paired-compile-margin", "-1"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

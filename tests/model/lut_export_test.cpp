@@ -249,6 +249,46 @@ TEST(InductorLut, PreferFastCompileWithinTheMargin) {
     moved = ranked;
     EXPECT_FALSE(prefer_fast_compile(moved, 0.25, kLongestUnrolledK + 1));
     EXPECT_EQ(names(moved), names(ranked));
+    // So does a K loop short enough: unrolled, but cheap for every tile.
+    EXPECT_FALSE(prefer_fast_compile(moved, 0.25, kLongestCheapK));
+    EXPECT_EQ(names(moved), names(ranked));
+    EXPECT_TRUE(prefer_fast_compile(moved, 0.25, kLongestCheapK + 1));
+}
+
+// --paired-compile-margin: a pair's kernel is chosen again with the wider margin from the
+// ranking before any --compile-margin move; a table that is not a pair stays.
+TEST(InductorLut, LightenPairedPickOnlyWherePaired) {
+    const auto heavy = tile("heavy", 128, 128, 4), light = tile("light", 128, 128, 8),
+               lighter = tile("lighter", 64, 64, 4), aten = named("aten_mm");
+    const std::vector<RankedConfig> ranked{{heavy, 1.0}, {aten, 1.05}, {light, 1.08}, {lighter, 1.12}};
+    const AtenPairing everything{0.25, 0.0};
+    auto table = kernel_or_vendor(ranked, everything);
+    EXPECT_TRUE(lighten_paired_pick(table, ranked, everything, 0.15, 768));
+    EXPECT_EQ(names(table), (Names{"lighter", "aten_mm"}));
+    table = kernel_or_vendor(ranked, everything);
+    EXPECT_TRUE(lighten_paired_pick(table, ranked, everything, 0.10, 768));
+    EXPECT_EQ(names(table), (Names{"light", "aten_mm"}));
+    // Nothing lighter within the margin, or a K loop that compiles fast anyway: no change.
+    table = kernel_or_vendor(ranked, everything);
+    EXPECT_FALSE(lighten_paired_pick(table, ranked, everything, 0.05, 768));
+    EXPECT_FALSE(lighten_paired_pick(table, ranked, everything, 0.15, kLongestUnrolledK + 1));
+    EXPECT_EQ(names(table), (Names{"heavy", "aten_mm"}));
+    // The same kernel as the table's: unchanged, not counted.
+    auto already_light = std::vector<RankedConfig>{{light, 1.08}, {aten, 1.05}};
+    EXPECT_FALSE(lighten_paired_pick(already_light, ranked, everything, 0.10, 768));
+    // A pick alone stays alone, however wide the margin.
+    const AtenPairing close{0.01};
+    table = kernel_or_vendor(ranked, close);
+    ASSERT_EQ(names(table), (Names{"heavy"}));
+    EXPECT_FALSE(lighten_paired_pick(table, ranked, close, 0.15, 768));
+    EXPECT_EQ(names(table), (Names{"heavy"}));
+    // Where the rule would not pair the lighter kernel, the one it predicts faster stands
+    // alone: ATen, which the pair was predicted to deliver anyway.
+    const AtenPairing within_six{0.06};
+    table = kernel_or_vendor(ranked, within_six);
+    ASSERT_EQ(names(table), (Names{"heavy", "aten_mm"}));
+    EXPECT_TRUE(lighten_paired_pick(table, ranked, within_six, 0.15, 768));
+    EXPECT_EQ(names(table), (Names{"aten_mm"}));
 }
 
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {

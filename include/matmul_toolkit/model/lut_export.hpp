@@ -73,13 +73,29 @@ int accumulator_registers(const core::GemmConfig& config);
 /// and 4096). README, "What a kernel costs to compile, by K".
 inline constexpr std::int64_t kLongestUnrolledK = 2048;
 
+/// The longest K for which every config compiles fast although its K loop is unrolled: on the
+/// H200 the 19 DEFAULT configs of a 2048x2048 bf16 mm compiled in 0.3-0.7 s each for K = 128
+/// and 256 (up to 1.3 s for K = 512).
+inline constexpr std::int64_t kLongestCheapK = 256;
+
 /// `--compile-margin`: moves to the place of the first kernel config of a best-first ranking
 /// the kernel config, among those predicted within the factor 1 + `margin` of it, with the
 /// fewest accumulator registers per thread (the fastest predicted of those tied), so that a
-/// near-tie is settled for the kernel that compiles faster. Only for problems whose K is at
-/// most kLongestUnrolledK: above, every config compiles about as fast, and the move would
-/// only cost runtime. The other entries keep their order. Returns whether a config was moved.
+/// near-tie is settled for the kernel that compiles faster. Only for problems whose K lies
+/// above kLongestCheapK and at most at kLongestUnrolledK: elsewhere every config compiles
+/// about as fast, and the move would only cost runtime. The other entries keep their order.
+/// Returns whether a config was moved.
 bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::int64_t k);
+
+/// `--paired-compile-margin`: where `table` (kernel_or_vendor's answer for `ranked`, a best-first
+/// ranking of every candidate before any --compile-margin move) pairs the kernel pick with the
+/// vendor entry, the pick is chosen again by prefer_fast_compile with `paired_margin`, and
+/// the table becomes that pick's, so long as `rule` still pairs it with the vendor entry or
+/// leaves the vendor entry alone. A paired pick is compiled two or three times, and the
+/// vendor entry is timed beside it, so a lighter pick costs least runtime there. Returns
+/// whether the table changed.
+bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedConfig> ranked,
+                         const AtenPairing& rule, double paired_margin, std::int64_t k);
 
 enum class LutFormat { inductor, diode };
 
