@@ -124,7 +124,8 @@ struct ExportLutOptions {
                        "With --with-aten and --top-k 1: the margin of --compile-margin where the table pairs "
                        "the kernel pick with ATen. Inductor compiles a paired pick two or three times (a "
                        "128x128 tile on 4 warps at K = 768: 11 s on the H200, a 64-register tile 2.1-2.7 s) "
-                       "and times ATen beside it, so a lighter pick costs least runtime there")
+                       "and times ATen beside it, so a lighter pick costs least runtime there; where ATen "
+                       "is much slower than the kernels it costs runtime (README, End-to-end)")
             ->type_name("PCT");
     }
 };
