@@ -23,7 +23,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    fastest-compiling kernel config within P % of the best; +pairedP adds
    --paired-compile-margin P: that margin where the table pairs the pick with ATen; +aloneTus adds
    --aten-alone-from T: ATen alone where predicted faster at T µs or more; a final +noepi
-   compiles with that table and Inductor's benchmark_epilogue_fusion off). Each
+   compiles with that table and Inductor's benchmark_epilogue_fusion off, +noprecompile with
+   its precompilation_timeout_seconds 0). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
    without a GPU, from OUT/problems_shapeset.json of an earlier run).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
@@ -246,12 +247,17 @@ class Variant:
     settings: Optional[dict[str, Any]] = None  # Inductor settings of this variant only
 
 
-# A --top-k item ending in NO_EPILOGUE_BENCH compiles its table with
-# benchmark_epilogue_fusion off: a table that offers two choices (the pick and ATen) then
-# makes Inductor time them at lowering instead of deferring the choice to the scheduler (a
-# MultiTemplateBuffer). Does that spare a compile of the pick? Measured on the H200: no
-# (README, End-to-end).
-NO_EPILOGUE_BENCH = "+noepi"
+# Suffixes of a --top-k item, each compiling that table with Inductor settings of its own:
+# +noepi turns benchmark_epilogue_fusion off (a table that offers two choices then makes
+# Inductor time them at lowering instead of deferring the choice to the scheduler; it
+# spared no compile of the pick on the H200); +noprecompile sets
+# precompilation_timeout_seconds to 0 (no parallel precompile before Inductor's benchmark:
+# with its worker pool up, Inductor compiles a paired pick once in the pool, again in the
+# process and once more for the final code; README, End-to-end).
+SETTING_SUFFIXES: dict[str, dict[str, Any]] = {
+    "+noepi": {"benchmark_epilogue_fusion": False},
+    "+noprecompile": {"precompilation_timeout_seconds": 0},
+}
 
 
 def model_labels(models: list[str]) -> list[str]:
@@ -301,11 +307,17 @@ def table_size(text: str) -> tuple[int, bool, list[str]]:
 
 
 def split_settings(item: str) -> tuple[str, Optional[dict[str, Any]]]:
-    """A --top-k item without its NO_EPILOGUE_BENCH suffix, and the Inductor settings the
-    suffix asks for (None without it)."""
-    if item.endswith(NO_EPILOGUE_BENCH):
-        return item[:-len(NO_EPILOGUE_BENCH)], {"benchmark_epilogue_fusion": False}
-    return item, None
+    """A --top-k item without its SETTING_SUFFIXES (any order, at the end), and the Inductor
+    settings they ask for (None without any)."""
+    settings: dict[str, Any] = {}
+    found = True
+    while found:
+        found = False
+        for suffix, patch in SETTING_SUFFIXES.items():
+            if item.endswith(suffix) and not set(patch) & set(settings):
+                item, found = item[:-len(suffix)], True
+                settings |= patch
+    return item, settings or None
 
 
 def export_lut(mmt: str, model: str, shapeset: str, top_k: str, output: str, search_space: str) -> float:
@@ -832,7 +844,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "(--aten-within P), 1+aten@Tus only from T us (--aten-from T)"
                         "; +fastP: --compile-margin P; +pairedP: --paired-compile-margin P; "
                         "+aloneTus: --aten-alone-from T; a final +noepi "
-                        "compiles the table with benchmark_epilogue_fusion off; "
+                        "compiles the table with benchmark_epilogue_fusion off, +noprecompile with "
+                        "precompilation_timeout_seconds 0; "
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")

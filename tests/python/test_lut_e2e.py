@@ -47,9 +47,14 @@ def test_table_size_refuses_malformed_items(text: str) -> None:
         lut_e2e.table_size(text)
 
 
-def test_noepi_suffix_turns_epilogue_benchmarks_off_for_that_variant_only() -> None:
+def test_setting_suffixes_patch_inductor_for_that_variant_only() -> None:
     assert lut_e2e.split_settings("1+aten@15us+fast5+noepi") == ("1+aten@15us+fast5", {"benchmark_epilogue_fusion": False})
     assert lut_e2e.split_settings("1+aten@15us") == ("1+aten@15us", None)
+    both = {"benchmark_epilogue_fusion": False, "precompilation_timeout_seconds": 0}
+    assert lut_e2e.split_settings("1+aten@15us+noprecompile+noepi") == ("1+aten@15us", both)
+    assert lut_e2e.split_settings("1+aten@15us+noepi+noprecompile") == ("1+aten@15us", both)
+    # Each suffix once: a repeat is left in the item, which table_size then refuses.
+    assert lut_e2e.split_settings("1+noepi+noepi") == ("1+noepi", {"benchmark_epilogue_fusion": False})
     plain = lut_e2e.inductor_patch({"k": []})
     assert "benchmark_epilogue_fusion" not in plain
     assert lut_e2e.inductor_patch({"k": []}, {"benchmark_epilogue_fusion": False})["benchmark_epilogue_fusion"] is False
