@@ -48,11 +48,15 @@ struct ExportLutOptions {
     std::optional<double> aten_alone_from_us;
     std::optional<double> compile_margin_percent;
     std::optional<double> paired_compile_margin_percent;
+    bool aten_alone_gemv = false;
 
     /// Whether ATen is paired with the pick by a rule rather than always.
-    bool aten_by_rule() const { return aten_within_percent || aten_from_us || aten_alone_from_us; }
+    bool aten_by_rule() const { return aten_within_percent || aten_from_us || aten_alone_from_us || aten_alone_gemv; }
     const char* aten_rule_option() const {
-        return aten_within_percent ? "--aten-within" : aten_from_us ? "--aten-from" : "--aten-alone-from";
+        return aten_within_percent ? "--aten-within"
+               : aten_from_us      ? "--aten-from"
+               : aten_alone_from_us ? "--aten-alone-from"
+                                    : "--aten-alone-gemv";
     }
 
     void add_to(CLI::App& cmd) {
@@ -112,6 +116,11 @@ struct ExportLutOptions {
                        "and --aten-from say: on large GEMMs cuBLAS is within a few percent of "
                        "max-autotune's pick, and timing the two compiles the pick three times")
             ->type_name("US");
+        cmd.add_flag("--aten-alone-gemv", aten_alone_gemv,
+                     "With --with-aten and --top-k 1: where M = 1 (a GEMV) and the model predicts ATen "
+                     "fastest, ATen alone, whatever the other rules say: Inductor times cuBLAS's GEMV "
+                     "after zeroing an L2-sized buffer, up to 2.5x slower than it runs (bf16 mm "
+                     "1x4096x11008 on the H200), and then keeps a slower Triton kernel from the pair");
         cmd.add_option("--compile-margin", compile_margin_percent,
                        "Among the kernel configs predicted within PCT percent of the best, put first "
                        "the one with the fewest accumulator registers per thread (BLOCK_M x BLOCK_N / "
@@ -241,6 +250,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
             }
             pairing.vendor_alone_from_ms = *o.aten_alone_from_us / 1000.0;
         }
+        // Alone, --aten-alone-gemv leaves every other table as --with-aten makes it: a pair.
+        if (!o.aten_within_percent && !o.aten_from_us && !o.aten_alone_from_us) {
+            pairing.margin = std::numeric_limits<double>::infinity();
+        }
         // The pairing is written out explicitly: ATen is in a table only where chosen.
         lut.with_aten = false;
     }
@@ -263,7 +276,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                model_path + " predicts no ATen times (trained with --no-vendor-rows)");
     }
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
-    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0;
+    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0;
     // Without a pairing rule a --with-aten top-1 table always pairs the pick with ATen.
     const bool every_table_paired = o.with_aten && !o.aten_by_rule() && o.top_k == 1;
     for (auto& problem : ranked) {
@@ -272,7 +285,11 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         std::vector<model::RankedConfig> unmoved;
         if (o.paired_compile_margin_percent && !every_table_paired) unmoved = problem.configs;
         if (margin) compile_moves += model::prefer_fast_compile(problem.configs, *margin / 100.0, problem.shape.K);
-        if (o.aten_by_rule()) {
+        if (o.aten_alone_gemv && model::vendor_alone_for_gemv(problem.configs, problem.shape)) {
+            problem.configs.resize(1);
+            ++aten_alone;
+            ++gemv_alone;
+        } else if (o.aten_by_rule()) {
             problem.configs = model::kernel_or_vendor(problem.configs, pairing);
             if (o.paired_compile_margin_percent) {
                 paired_moves += model::lighten_paired_pick(problem.configs, std::move(unmoved), pairing,
@@ -295,6 +312,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.aten_by_rule()) {
         std::cout << "ATen beside the kernel pick on " << aten_paired << " problems, ATen alone on " << aten_alone
                   << ", the kernel pick alone on " << ranked.size() - aten_paired - aten_alone << "\n";
+        if (o.aten_alone_gemv) std::cout << "--aten-alone-gemv: ATen alone on " << gemv_alone << " GEMVs (M = 1)\n";
     }
     if (every_table_paired && o.paired_compile_margin_percent) {
         paired_moves = compile_moves;

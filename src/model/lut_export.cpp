@@ -205,6 +205,10 @@ std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& rank
     return {kernel->predicted_ms <= vendor->predicted_ms ? *kernel : *vendor};
 }
 
+bool vendor_alone_for_gemv(const std::vector<RankedConfig>& ranked, const core::MMShape& shape) {
+    return shape.M == 1 && !ranked.empty() && collect::is_reference_config(ranked.front().config);
+}
+
 int accumulator_registers(const core::GemmConfig& config) {
     const int threads = std::max(1, config.num_warps) * 32;
     return (config.block_m * config.block_n + threads - 1) / threads;

@@ -31,14 +31,22 @@ public:
     }
 };
 
-/// The example shapeset with every K set to `k` (written into `dir`): the compile margins
-/// apply only where K is long enough for unrolling to cost compile time.
-std::string shapeset_with_k(const fs::path& dir, std::int64_t k) {
+/// The example shapeset with every K set to `k`, and every M to `m` where given (written into
+/// `dir`): the compile margins apply only where K is long enough for unrolling to cost
+/// compile time, --aten-alone-gemv where M = 1.
+std::string shapeset_with_k(const fs::path& dir, std::int64_t k, std::int64_t m = 0) {
     auto shapeset = nlohmann::json::parse(slurp(example_shapeset()));
     for (auto& [op, entry] : shapeset.at("operations").items()) {
-        for (auto& shape : entry.at("shapes")) shape["K"] = k;
+        for (auto& shape : entry.at("shapes")) {
+            shape["K"] = k;
+            if (m > 0) {
+                shape["M"] = m;
+                shape["out_size"][1] = m;
+                shape["out_stride"][0] = m * shape["N"].get<std::int64_t>();
+            }
+        }
     }
-    const auto path = dir / ("shapes_k" + std::to_string(k) + ".json");
+    const auto path = dir / ("shapes_k" + std::to_string(k) + "_m" + std::to_string(m) + ".json");
     std::ofstream(path) << shapeset.dump();
     return path.string();
 }
@@ -273,6 +281,40 @@ TEST_F(ExportLutCli, PairedCompileMarginLightensPairsOnly) {
     EXPECT_EQ(always.table, margin.table);
 }
 
+// --aten-alone-gemv: where M = 1 and the model ranks ATen first, ATen alone; every other
+// table stays the pair a --with-aten top-1 table is.
+TEST_F(ExportLutCli, AtenAloneGemvLeavesAtenAloneWhereRankedFirst) {
+    const std::vector<std::string> base{"--shapeset", shapeset_with_k(*dir, 2048, 1), "--top-k", "1", "--no-prune"};
+    auto with = [&](const std::string& name, std::vector<std::string> extra) {
+        auto args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return export_table(name, args);
+    };
+    const auto first = with("first.json", {});
+    const auto paired = with("paired.json", {"--with-aten"});
+    const auto gemv = with("gemv.json", {"--with-aten", "--aten-alone-gemv"});
+    ASSERT_EQ(gemv.result.exit_code, 0) << gemv.result.err;
+    std::size_t alone = 0;
+    for (const auto& [key, entries] : gemv.table.items()) {
+        if (aten_entries(first.table.at(key)) > 0) {  // the model's top-1 is ATen
+            EXPECT_EQ(aten_entries(entries), entries.size()) << key;
+            ++alone;
+        } else {
+            EXPECT_EQ(entries, paired.table.at(key)) << key;
+        }
+    }
+    EXPECT_GT(alone, 0u) << first.result.out;
+    EXPECT_NE(gemv.result.out.find("--aten-alone-gemv: ATen alone on " + std::to_string(alone) + " GEMVs"),
+              std::string::npos)
+        << gemv.result.out;
+
+    // Problems with more than one row keep their pairs.
+    const std::vector<std::string> rows{"--shapeset", shapeset_with_k(*dir, 2048), "--top-k", "1", "--no-prune", "--with-aten"};
+    auto rows_gemv = rows;
+    rows_gemv.push_back("--aten-alone-gemv");
+    EXPECT_EQ(export_table("rows_gemv.json", rows_gemv).table, export_table("rows.json", rows).table);
+}
+
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
     std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
     const auto out = (*dir / "bad.json").string();
@@ -296,6 +338,8 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--paired-compile-margin", "15"},
         {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--paired-compile-margin", "15"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--paired-compile-margin", "-1"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-alone-gemv"},
+        {"--shapeset", example_shapeset(), "--top-k", "3", "--output", out, "--with-aten", "--aten-alone-gemv"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

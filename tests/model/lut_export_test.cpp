@@ -255,6 +255,17 @@ TEST(InductorLut, PreferFastCompileWithinTheMargin) {
     EXPECT_TRUE(prefer_fast_compile(moved, 0.25, kLongestCheapK + 1));
 }
 
+// --aten-alone-gemv: one row of A (M = 1) and the vendor entry ranked first.
+TEST(InductorLut, VendorAloneForGemvOnlyWhereRankedFirstAtOneRow) {
+    const auto kernel = tile("kernel", 16, 32, 2), aten = named("aten_mm");
+    const auto gemv = core::make_shape(1, 1, 4096, 11008, "bfloat16");
+    const auto rows = core::make_shape(1, 2, 4096, 11008, "bfloat16");
+    EXPECT_TRUE(vendor_alone_for_gemv({{aten, 0.026}, {kernel, 0.035}}, gemv));
+    EXPECT_FALSE(vendor_alone_for_gemv({{kernel, 0.020}, {aten, 0.026}}, gemv));
+    EXPECT_FALSE(vendor_alone_for_gemv({{aten, 0.026}, {kernel, 0.035}}, rows));
+    EXPECT_FALSE(vendor_alone_for_gemv({}, gemv));
+}
+
 // --paired-compile-margin: a pair's kernel is chosen again with the wider margin from the
 // ranking before any --compile-margin move; a table that is not a pair stays.
 TEST(InductorLut, LightenPairedPickOnlyWherePaired) {

@@ -58,6 +58,13 @@ bool pairs_with_vendor(double kernel_ms, double vendor_ms, const AtenPairing& ru
 /// when the ranking lacks a kernel config or the vendor entry.
 std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& ranked, const AtenPairing& rule);
 
+/// `--aten-alone-gemv`: whether a problem is a GEMV (M = 1: one row of A per batch) whose
+/// best-first ranking puts the vendor entry first, so that a top-1 table should hold it
+/// alone. Inductor zeroes an L2-sized buffer before each timed run, and on the H200 it timed
+/// cuBLAS's GEMV for bf16 mm 1x4096x11008 at 54-67 us against 26 us at steady state, and kept
+/// a Triton kernel of 43 us from the pair (README, End-to-end).
+bool vendor_alone_for_gemv(const std::vector<RankedConfig>& ranked, const core::MMShape& shape);
+
 /// fp32 accumulator registers per thread of a kernel config: BLOCK_M x BLOCK_N spread over
 /// num_warps x 32 threads. Where the K loop is short enough to be unrolled in full (see
 /// kLongestUnrolledK), Triton's compile time grows with K times this count (on the H200, a
