@@ -279,12 +279,16 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0;
     // Without a pairing rule a --with-aten top-1 table always pairs the pick with ATen.
     const bool every_table_paired = o.with_aten && !o.aten_by_rule() && o.top_k == 1;
+    // Where every table is a pair, the paired margin is the only margin.
+    const bool paired_margin_only = every_table_paired && o.paired_compile_margin_percent;
+    const auto margin = paired_margin_only ? o.paired_compile_margin_percent : o.compile_margin_percent;
     for (auto& problem : ranked) {
-        const auto margin = every_table_paired && o.paired_compile_margin_percent ? o.paired_compile_margin_percent
-                                                                                  : o.compile_margin_percent;
         std::vector<model::RankedConfig> unmoved;
         if (o.paired_compile_margin_percent && !every_table_paired) unmoved = problem.configs;
-        if (margin) compile_moves += model::prefer_fast_compile(problem.configs, *margin / 100.0, problem.shape.K);
+        if (margin) {
+            (paired_margin_only ? paired_moves : compile_moves) +=
+                model::prefer_fast_compile(problem.configs, *margin / 100.0, problem.shape.K);
+        }
         if (o.aten_alone_gemv && model::vendor_alone_for_gemv(problem.configs, problem.shape)) {
             problem.configs.resize(1);
             ++aten_alone;
@@ -314,9 +318,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                   << ", the kernel pick alone on " << ranked.size() - aten_paired - aten_alone << "\n";
         if (o.aten_alone_gemv) std::cout << "--aten-alone-gemv: ATen alone on " << gemv_alone << " GEMVs (M = 1)\n";
     }
-    if (every_table_paired && o.paired_compile_margin_percent) {
-        paired_moves = compile_moves;
-    } else if (o.compile_margin_percent) {
+    if (o.compile_margin_percent && !paired_margin_only) {
         std::cout << "--compile-margin " << *o.compile_margin_percent << ": a kernel with fewer accumulator "
                   << "registers put first on " << compile_moves << " problems\n";
     }

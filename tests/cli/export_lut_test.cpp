@@ -29,6 +29,12 @@ public:
         if (exported.result.exit_code == 0) exported.table = nlohmann::json::parse(slurp(output));
         return exported;
     }
+    /// export_table with the arguments `base` followed by `extra`.
+    Exported export_table(const std::string& file, std::vector<std::string> base,
+                          const std::vector<std::string>& extra) {
+        base.insert(base.end(), extra.begin(), extra.end());
+        return export_table(file, std::move(base));
+    }
 };
 
 /// The example shapeset with every K set to `k`, and every M to `m` where given (written into
@@ -200,10 +206,8 @@ int first_kernel_registers(const nlohmann::json& entries) {
 // where every tile compiles fast, nothing moves.
 TEST_F(ExportLutCli, CompileMarginPutsFewerRegistersFirst) {
     const std::vector<std::string> base{"--shapeset", shapeset_with_k(*dir, 768), "--top-k", "2", "--no-prune"};
-    auto with = [&](const std::string& name, std::vector<std::string> extra) {
-        auto args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        return export_table(name, args);
+    auto with = [&](const std::string& name, const std::vector<std::string>& extra) {
+        return export_table(name, base, extra);
     };
     const auto plain = with("plain.json", {});
     const auto zero = with("zero.json", {"--compile-margin", "0"});
@@ -220,9 +224,7 @@ TEST_F(ExportLutCli, CompileMarginPutsFewerRegistersFirst) {
     }
 
     const std::vector<std::string> short_k{"--shapeset", example_shapeset(), "--top-k", "2", "--no-prune"};
-    auto short_wide_args = short_k;
-    short_wide_args.insert(short_wide_args.end(), {"--compile-margin", "1e9"});
-    const auto short_wide = export_table("short_wide.json", short_wide_args);
+    const auto short_wide = export_table("short_wide.json", short_k, {"--compile-margin", "1e9"});
     ASSERT_EQ(short_wide.result.exit_code, 0) << short_wide.result.err;
     EXPECT_EQ(short_wide.table, export_table("short_plain.json", short_k).table);
 }
@@ -230,10 +232,8 @@ TEST_F(ExportLutCli, CompileMarginPutsFewerRegistersFirst) {
 // --aten-alone-from 0 leaves ATen alone wherever it is predicted faster than the kernel pick.
 TEST_F(ExportLutCli, AtenAloneFromLeavesAtenAlone) {
     const std::vector<std::string> base{"--shapeset", example_shapeset(), "--top-k", "1", "--no-prune"};
-    auto with = [&](const std::string& name, std::vector<std::string> extra) {
-        auto args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        return export_table(name, args);
+    auto with = [&](const std::string& name, const std::vector<std::string>& extra) {
+        return export_table(name, base, extra);
     };
     const auto paired = with("paired.json", {"--with-aten", "--aten-from", "0"});
     const auto alone = with("alone.json", {"--with-aten", "--aten-from", "0", "--aten-alone-from", "0"});
@@ -254,10 +254,8 @@ TEST_F(ExportLutCli, AtenAloneFromLeavesAtenAlone) {
 TEST_F(ExportLutCli, PairedCompileMarginLightensPairsOnly) {
     const std::vector<std::string> base{"--shapeset", shapeset_with_k(*dir, 768), "--top-k", "1", "--no-prune",
                                         "--with-aten"};
-    auto with = [&](const std::string& name, std::vector<std::string> extra) {
-        auto args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        return export_table(name, args);
+    auto with = [&](const std::string& name, const std::vector<std::string>& extra) {
+        return export_table(name, base, extra);
     };
     const std::vector<std::string> rule{"--aten-within", "1e9"};  // pairs every problem
     const auto plain = with("plain.json", rule);
@@ -285,10 +283,8 @@ TEST_F(ExportLutCli, PairedCompileMarginLightensPairsOnly) {
 // table stays the pair a --with-aten top-1 table is.
 TEST_F(ExportLutCli, AtenAloneGemvLeavesAtenAloneWhereRankedFirst) {
     const std::vector<std::string> base{"--shapeset", shapeset_with_k(*dir, 2048, 1), "--top-k", "1", "--no-prune"};
-    auto with = [&](const std::string& name, std::vector<std::string> extra) {
-        auto args = base;
-        args.insert(args.end(), extra.begin(), extra.end());
-        return export_table(name, args);
+    auto with = [&](const std::string& name, const std::vector<std::string>& extra) {
+        return export_table(name, base, extra);
     };
     const auto first = with("first.json", {});
     const auto paired = with("paired.json", {"--with-aten"});
@@ -310,9 +306,7 @@ TEST_F(ExportLutCli, AtenAloneGemvLeavesAtenAloneWhereRankedFirst) {
 
     // Problems with more than one row keep their pairs.
     const std::vector<std::string> rows{"--shapeset", shapeset_with_k(*dir, 2048), "--top-k", "1", "--no-prune", "--with-aten"};
-    auto rows_gemv = rows;
-    rows_gemv.push_back("--aten-alone-gemv");
-    EXPECT_EQ(export_table("rows_gemv.json", rows_gemv).table, export_table("rows.json", rows).table);
+    EXPECT_EQ(export_table("rows_gemv.json", rows, {"--aten-alone-gemv"}).table, export_table("rows.json", rows).table);
 }
 
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
