@@ -24,8 +24,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    --paired-compile-margin P: that margin where the table pairs the pick with ATen; +aloneTus adds
    --aten-alone-from T: ATen alone where predicted faster at T µs or more; +gemv adds
    --aten-alone-gemv: ATen alone where M = 1 and predicted fastest; a final +noepi
-   compiles with that table and Inductor's benchmark_epilogue_fusion off, +noprecompile with
-   its precompilation_timeout_seconds 0). Each
+   compiles with that table and Inductor's benchmark_epilogue_fusion off, +precompile with
+   Inductor's parallel precompile of the table's hits, which use_table skips). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
    without a GPU, from OUT/problems_shapeset.json of an earlier run).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
@@ -35,8 +35,9 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    FX graph cache), with max_autotune=True and max_autotune_gemm_backends="TRITON,ATEN"
    in every variant:
      - max-autotune: Inductor's own choices (its configs and ATen), benchmarked;
-     - MODEL/topK: the same with the table installed (config.lookup_table.table and a
-       LookupTableChoices handler). On a hit Inductor takes only the table's Triton configs
+     - MODEL/topK: the same with the table installed as matmul_toolkit_inductor's use_table
+       installs it (config.lookup_table.table, a LookupTableChoices handler, no parallel
+       precompile of a hit's choices). On a hit Inductor takes only the table's Triton configs
        (one config: no benchmarking at all); anything else falls back to full max-autotune
        and is reported per problem ('miss': none of the keys Inductor looked up is in the
        table; 'unused': a key matched but Inductor does not use the triton::mm template for
@@ -83,6 +84,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
+
+# The tables are installed the way the shipped package's use_table does it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
 
 OPS = ("mm", "addmm", "bmm")
 LAYOUTS = ("nn", "nt", "tn", "tt")
@@ -245,20 +249,21 @@ class Variant:
     lut: Optional[str] = None
     table: Optional[dict[str, Any]] = None
     export_s: Optional[float] = None
-    settings: Optional[dict[str, Any]] = None  # Inductor settings of this variant only
+    settings: Optional[dict[str, Any]] = None  # Inductor settings (and TABLE_OPTIONS) of this variant only
 
 
-# Suffixes of a --top-k item, each compiling that table with Inductor settings of its own:
-# +noepi turns benchmark_epilogue_fusion off (a table that offers two choices then makes
-# Inductor time them at lowering instead of deferring the choice to the scheduler; it
-# spared no compile of the pick on the H200); +noprecompile sets
-# precompilation_timeout_seconds to 0 (no parallel precompile before Inductor's benchmark:
-# with its worker pool up, Inductor compiles a paired pick once in the pool, again in the
-# process and once more for the final code; README, End-to-end).
+# Suffixes of a --top-k item, each compiling that table with settings of its own:
+# +noepi turns Inductor's benchmark_epilogue_fusion off (a table that offers two choices then
+# makes Inductor time them at lowering instead of deferring the choice to the scheduler; it
+# spared no compile of the pick on the H200); +precompile installs the table with
+# use_table's precompile_hits=True: Inductor precompiles a hit's choices in its worker pool
+# before timing them, and so compiles a paired pick three times instead of twice (README,
+# End-to-end).
 SETTING_SUFFIXES: dict[str, dict[str, Any]] = {
     "+noepi": {"benchmark_epilogue_fusion": False},
-    "+noprecompile": {"precompilation_timeout_seconds": 0},
+    "+precompile": {"precompile_hits": True},
 }
+TABLE_OPTIONS = ("precompile_hits",)  # settings that are use_table's options, not Inductor config
 
 
 def model_labels(models: list[str]) -> list[str]:
@@ -608,9 +613,11 @@ class LookupRecorder:
     def __init__(self) -> None:
         from torch._inductor.lookup_table.choices import LookupTableChoices
 
+        from matmul_toolkit_inductor.lut import hit_noting_choices
+
         lookups: list[dict[str, Any]] = []
 
-        class Recording(LookupTableChoices):
+        class Recording(hit_noting_choices(LookupTableChoices)):  # type: ignore[misc]
             def lookup_template_configs(self, kernel_inputs: Any, op_name: str, template_uids: list[str],
                                         template_hash_map: Optional[dict[str, Optional[str]]] = None
                                         ) -> dict[str, list[dict[str, Any]]]:
@@ -651,7 +658,8 @@ def inductor_patch(table: Optional[dict[str, Any]], settings: Optional[dict[str,
     """The same max-autotune settings for every variant; only the table (and a table
     variant's own settings) differ."""
     return {"max_autotune": True, "max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON,ATEN",
-            "autotune_local_cache": False, "fx_graph_cache": False, "lookup_table.table": table} | (settings or {})
+            "autotune_local_cache": False, "fx_graph_cache": False, "lookup_table.table": table} | \
+        {name: value for name, value in (settings or {}).items() if name not in TABLE_OPTIONS}
 
 
 def fresh_gemm(op: Callable[..., Any]) -> Callable[..., Any]:
@@ -714,9 +722,15 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
     is a result, not an exception."""
     from torch._inductor import config as inductor_config
     from torch._inductor.choices import InductorChoices
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
     from torch._inductor.utils import fresh_cache
 
+    from matmul_toolkit_inductor import lut
+
     recorder = LookupRecorder() if variant.table is not None else None
+    lut.skip_precompile_of_hits(AlgorithmSelectorCache)
+    lut.TABLE_HITS.op = None
+    lut.TABLE_HITS.skip_precompile = not (variant.settings or {}).get("precompile_hits", False)
     result: dict[str, Any] = {"runtime_ms": None, "compile_s": None}
     captured = None
     try:
@@ -850,8 +864,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "(--aten-within P), 1+aten@Tus only from T us (--aten-from T)"
                         "; +fastP: --compile-margin P; +pairedP: --paired-compile-margin P; "
                         "+aloneTus: --aten-alone-from T; +gemv: --aten-alone-gemv; a final +noepi "
-                        "compiles the table with benchmark_epilogue_fusion off, +noprecompile with "
-                        "precompilation_timeout_seconds 0; "
+                        "compiles the table with benchmark_epilogue_fusion off, +precompile with "
+                        "Inductor's precompile of table hits (use_table skips it); "
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")

@@ -11,10 +11,17 @@ compiled with max-autotune whose key is in the table autotunes only the table's 
     from matmul_toolkit_inductor import use_table
     use_table("lut.json")
     model = torch.compile(model, mode="max-autotune")
+
+Where a hit offers Inductor two choices (a kernel and ATen), Inductor compiles the kernel
+in its worker pool before timing the two, again in the process at the benchmark and once
+more for the final code. use_table skips that first, parallel precompile for table hits
+only (a table's few choices gain nothing from it): a paired pick then compiles twice. Misses
+and every other autotuning keep Inductor's precompile.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -83,20 +90,78 @@ def load_table(path: PathLike) -> LookupTable:
     return check_table(table, str(path))
 
 
-def install_table(table: LookupTable) -> None:
+def install_table(table: LookupTable, precompile_hits: bool = False) -> None:
     """Makes Inductor consult `table` for the rest of the process:
-    config.lookup_table.table and a LookupTableChoices choices handler."""
+    config.lookup_table.table and a LookupTableChoices choices handler that notes each hit,
+    and (unless precompile_hits) no parallel precompile of a hit's choices."""
     from torch._inductor import config as inductor_config
     from torch._inductor.lookup_table import LookupTableChoices
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
     from torch._inductor.virtualized import V
 
     inductor_config.lookup_table.table = table
-    V.set_choices_handler(LookupTableChoices())
+    TABLE_HITS.skip_precompile = not precompile_hits
+    TABLE_HITS.op = None
+    skip_precompile_of_hits(AlgorithmSelectorCache)
+    V.set_choices_handler(hit_noting_choices(LookupTableChoices)())
 
 
-def use_table(path: PathLike) -> LookupTable:
+class TableHits:
+    """The GEMM whose lookup the table just served. Inductor looks a GEMM up and then, at
+    once, autotunes its choices under the same name ("mm", "addmm", "bmm"): that tells the
+    precompile of a hit apart from any other autotuning."""
+
+    def __init__(self) -> None:
+        self.op: str | None = None
+        self.skip_precompile = False
+        self.precompiles_skipped = 0
+
+
+TABLE_HITS = TableHits()
+
+
+def hit_noting_choices(base: type) -> type:
+    """A subclass of Inductor's LookupTableChoices `base` that notes in TABLE_HITS whether
+    each lookup hit."""
+
+    class HitNotingChoices(base):  # type: ignore[misc, valid-type]
+        def lookup_template_configs(self, kernel_inputs: Any, op_name: str, template_uids: list[str],
+                                    template_hash_map: dict[str, str | None] | None = None
+                                    ) -> dict[str, list[dict[str, Any]]]:
+            found = super().lookup_template_configs(kernel_inputs, op_name, template_uids, template_hash_map)
+            TABLE_HITS.op = op_name if found else None
+            return found
+
+    return HitNotingChoices
+
+
+def skip_precompile_of_hits(selector: type) -> None:
+    """Wraps `selector.make_precompile_fn` (Inductor's AlgorithmSelectorCache) once: while
+    TABLE_HITS.skip_precompile, the autotuning that follows a hit gets a precompile timeout
+    of 0, which Inductor takes as "no precompile" (it compiles each choice at its benchmark)."""
+    original = selector.make_precompile_fn
+    if getattr(original, "skips_table_hits", False):
+        return
+
+    @functools.wraps(original)
+    def make_precompile_fn(self: Any, choices: Any, name: str, inputs_key: str, *args: Any, **kwargs: Any) -> Any:
+        hit, TABLE_HITS.op = TABLE_HITS.op, None
+        if TABLE_HITS.skip_precompile and hit is not None and hit == name:
+            TABLE_HITS.precompiles_skipped += 1
+            if args:
+                args = (0,) + args[1:]
+            else:
+                kwargs["precompilation_timeout_seconds"] = 0
+        return original(self, choices, name, inputs_key, *args, **kwargs)
+
+    make_precompile_fn.skips_table_hits = True  # type: ignore[attr-defined]
+    selector.make_precompile_fn = make_precompile_fn
+
+
+def use_table(path: PathLike, precompile_hits: bool = False) -> LookupTable:
     """Loads an `export-lut --lut-format inductor` table and installs it into Inductor;
-    returns the table. Only GEMMs compiled with max-autotune on CUDA consult it."""
+    returns the table. Only GEMMs compiled with max-autotune on CUDA consult it.
+    precompile_hits=True keeps Inductor's parallel precompile for table hits too."""
     table = load_table(path)
-    install_table(table)
+    install_table(table, precompile_hits)
     return table

@@ -1,5 +1,5 @@
 """lut.py: reading and checking an `export-lut --lut-format inductor` table (no torch);
-installing it needs torch (test_torch_cpu.py)."""
+installing it needs torch (test_inductor_torch.py), but its hooks are tested here on stand-ins."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from matmul_toolkit_inductor import lut
 from matmul_toolkit_inductor.lut import LookupTableError, check_table, load_table
 
 MM_KEY = "((torch.float16, [64, 128], [128, 1]), (torch.float16, [128, 256], [256, 1]))+mm"
@@ -71,3 +72,77 @@ def test_missing_file_and_bad_json(tmp_path: Path) -> None:
 def test_check_table_names_the_subject() -> None:
     with pytest.raises(LookupTableError, match=r"^mine: key"):
         check_table({MM_KEY: [entry(GROUP_M=-1)]}, "mine")
+
+
+# ------------------------------------------------ no precompile of table hits (install_table)
+class FakeLookupTableChoices:
+    """Inductor's LookupTableChoices as far as hit_noting_choices reads it: a lookup that
+    hits for the ops in `hits`."""
+
+    hits = {"mm", "addmm"}
+
+    def lookup_template_configs(self, kernel_inputs: Any, op_name: str, template_uids: list[str],
+                                template_hash_map: Any = None) -> dict[str, list[dict[str, Any]]]:
+        return {"triton::mm": [entry()]} if op_name in self.hits else {}
+
+
+class FakeSelector:
+    """AlgorithmSelectorCache.make_precompile_fn's signature; records the timeout it got."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[Any] = []
+
+    def make_precompile_fn(self, choices: Any, name: str, inputs_key: str,
+                           precompilation_timeout_seconds: Any = 3600) -> str:
+        self.timeouts.append(precompilation_timeout_seconds)
+        return "precompile"
+
+
+@pytest.fixture
+def hits(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A fresh TABLE_HITS and a FakeSelector class of this test's own."""
+    state = lut.TableHits()
+    state.skip_precompile = True
+    monkeypatch.setattr(lut, "TABLE_HITS", state)
+    selector = type("Selector", (FakeSelector,), {})
+    lut.skip_precompile_of_hits(selector)
+    return state, lut.hit_noting_choices(FakeLookupTableChoices)(), selector()
+
+
+def test_the_autotuning_after_a_hit_skips_the_precompile(hits: Any) -> None:
+    state, choices, selector = hits
+    assert choices.lookup_template_configs(None, "mm", ["triton::mm"]) == {"triton::mm": [entry()]}
+    assert selector.make_precompile_fn([], "mm", "key", precompilation_timeout_seconds=300) == "precompile"
+    choices.lookup_template_configs(None, "bmm", ["triton::bmm"])  # a miss
+    selector.make_precompile_fn([], "bmm", "key", precompilation_timeout_seconds=300)
+    assert selector.timeouts == [0, 300]
+    assert state.precompiles_skipped == 1
+
+
+def test_only_the_autotuning_of_the_hit_op_right_after_it_is_affected(hits: Any) -> None:
+    state, choices, selector = hits
+    choices.lookup_template_configs(None, "addmm", ["triton::mm"])
+    selector.make_precompile_fn([], "flex_attention", "key", precompilation_timeout_seconds=300)
+    selector.make_precompile_fn([], "addmm", "key", precompilation_timeout_seconds=300)  # no lookup before it
+    choices.lookup_template_configs(None, "addmm", ["triton::mm"])
+    selector.make_precompile_fn([], "addmm", "key", 300)  # the timeout passed by position
+    assert selector.timeouts == [300, 300, 0]
+    assert state.precompiles_skipped == 1
+
+
+def test_precompile_hits_keeps_inductors_precompile(hits: Any) -> None:
+    state, choices, selector = hits
+    state.skip_precompile = False
+    choices.lookup_template_configs(None, "mm", ["triton::mm"])
+    selector.make_precompile_fn([], "mm", "key", precompilation_timeout_seconds=300)
+    assert selector.timeouts == [300]
+    assert state.precompiles_skipped == 0
+
+
+def test_the_precompile_is_wrapped_once() -> None:
+    selector = type("Selector", (FakeSelector,), {})
+    lut.skip_precompile_of_hits(selector)
+    wrapped = selector.make_precompile_fn
+    lut.skip_precompile_of_hits(selector)
+    assert selector.make_precompile_fn is wrapped
+    assert wrapped.__wrapped__ is FakeSelector.make_precompile_fn

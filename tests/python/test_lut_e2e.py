@@ -52,14 +52,16 @@ def test_table_size_refuses_malformed_items(text: str) -> None:
 def test_setting_suffixes_patch_inductor_for_that_variant_only() -> None:
     assert lut_e2e.split_settings("1+aten@15us+fast5+noepi") == ("1+aten@15us+fast5", {"benchmark_epilogue_fusion": False})
     assert lut_e2e.split_settings("1+aten@15us") == ("1+aten@15us", None)
-    both = {"benchmark_epilogue_fusion": False, "precompilation_timeout_seconds": 0}
-    assert lut_e2e.split_settings("1+aten@15us+noprecompile+noepi") == ("1+aten@15us", both)
-    assert lut_e2e.split_settings("1+aten@15us+noepi+noprecompile") == ("1+aten@15us", both)
+    both = {"benchmark_epilogue_fusion": False, "precompile_hits": True}
+    assert lut_e2e.split_settings("1+aten@15us+precompile+noepi") == ("1+aten@15us", both)
+    assert lut_e2e.split_settings("1+aten@15us+noepi+precompile") == ("1+aten@15us", both)
     # Each suffix once: a repeat is left in the item, which table_size then refuses.
     assert lut_e2e.split_settings("1+noepi+noepi") == ("1+noepi", {"benchmark_epilogue_fusion": False})
     plain = lut_e2e.inductor_patch({"k": []})
     assert "benchmark_epilogue_fusion" not in plain
     assert lut_e2e.inductor_patch({"k": []}, {"benchmark_epilogue_fusion": False})["benchmark_epilogue_fusion"] is False
+    # use_table's option is not an Inductor setting
+    assert "precompile_hits" not in lut_e2e.inductor_patch({"k": []}, both)
     assert lut_e2e.parse_args(["--mmt", "mmt", "--model", "m.pt", "--log-normal", "3", "--top-k", "1+aten+noepi"]).top_k == ["1+aten+noepi"]
     with pytest.raises(SystemExit):
         lut_e2e.parse_args(["--mmt", "mmt", "--model", "m.pt", "--log-normal", "3", "--top-k", "1+noepi+aten"])
