@@ -27,7 +27,8 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    compiles with that table and Inductor's benchmark_epilogue_fusion off, +precompile with
    Inductor's parallel precompile of the table's hits, which use_table skips). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
-   without a GPU, from OUT/problems_shapeset.json of an earlier run).
+   without a GPU, from OUT/problems_shapeset.json of an earlier run; NAME may end in the
+   setting suffixes).
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
    problem's layout; addmm with the 1-D bias torch.nn.Linear passes) torch.compile
    (dynamic=False) of torch.mm / addmm / bmm, every compile from scratch (a function of
@@ -366,7 +367,7 @@ def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
             raise UsageError(path, f"--table: {e}")
         if not isinstance(table, dict):
             raise UsageError(path, "--table: not an Inductor lookup table (a JSON object of keys)")
-        variants.append(Variant(name, lut=path, table=table))
+        variants.append(Variant(name, lut=path, table=table, settings=split_settings(name)[1]))
     again = [Variant(AUTOTUNE_AGAIN)] if args.aa else []
     return again + variants + [Variant(AUTOTUNE)]
 
@@ -840,7 +841,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--model", action="append", default=[], help="model checkpoint (.pt); repeatable")
     p.add_argument("--table", action="append", default=[], type=named_table, metavar="NAME=FILE",
                    help="a lookup table exported already (export-lut --lut-format inductor), measured "
-                        "as variant NAME; repeatable")
+                        "as variant NAME (a NAME ending in +noepi or +precompile: compiled with that "
+                        "setting, as in --top-k); repeatable")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--shapeset", help="shapeset JSON whose shapes are the problems")
     source.add_argument("--log-normal", type=int, metavar="N",

@@ -67,6 +67,15 @@ def test_setting_suffixes_patch_inductor_for_that_variant_only() -> None:
         lut_e2e.parse_args(["--mmt", "mmt", "--model", "m.pt", "--log-normal", "3", "--top-k", "1+noepi+aten"])
 
 
+def test_a_table_variants_name_may_carry_settings(tmp_path: Path) -> None:
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"k": [{"template_id": "aten::mm"}]}))
+    args = lut_e2e.parse_args(["--shapeset", "s.json", "--table", f"a={table}", "--table", f"a+precompile={table}"])
+    variants = lut_e2e.make_variants(args, "s.json")
+    assert [(v.name, v.settings) for v in variants] == [("a", None), ("a+precompile", {"precompile_hits": True}),
+                                                       (lut_e2e.AUTOTUNE, None)]
+
+
 @pytest.mark.skipif(not CLI.is_file(), reason=f"no matmul_toolkit binary at {CLI} (build it, or set MMT_CLI)")
 def test_export_lut_writes_each_variant(tmp_path: Path) -> None:
     """The recommended table pairs fewer problems than the one before it (ATen alone on the
