@@ -193,7 +193,7 @@ e2e_models() {
 
 step_e2e_lognormal() {
   python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
-    --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone100us+gemv 1+aten@15us} \
+    --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone60us+gemv 1+aten@15us+fast5+alone100us+precompile} \
     --out "$out/e2e_ln" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_ln.txt" 2>"$out/e2e_ln.log" || status=1
   tail -12 "$out/e2e_ln.txt"
@@ -201,7 +201,7 @@ step_e2e_lognormal() {
 
 step_e2e_transformer() {
   python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
-    --shapeset data/shapesets/transformer_shapes.json --every "${E2E_EVERY:-3}" --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone100us+gemv 1+aten@15us} \
+    --shapeset data/shapesets/transformer_shapes.json --every "${E2E_EVERY:-3}" --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone60us+gemv 1+aten@15us+fast5+alone100us+precompile} \
     --out "$out/e2e_tr" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_tr.txt" 2>"$out/e2e_tr.log" || status=1
   tail -12 "$out/e2e_tr.txt"
