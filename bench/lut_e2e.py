@@ -731,7 +731,7 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
     recorder = LookupRecorder() if variant.table is not None else None
     lut.skip_precompile_of_hits(AlgorithmSelectorCache)
     lut.TABLE_HITS.op = None
-    lut.TABLE_HITS.skip_precompile = not (variant.settings or {}).get("precompile_hits", False)
+    lut.TABLE_HITS.skip_precompile = variant.table is not None and not (variant.settings or {}).get("precompile_hits")
     result: dict[str, Any] = {"runtime_ms": None, "compile_s": None}
     captured = None
     try:
