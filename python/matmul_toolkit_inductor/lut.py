@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -138,15 +139,20 @@ def hit_noting_choices(base: type) -> type:
 def skip_precompile_of_hits(selector: type) -> None:
     """Wraps `selector.make_precompile_fn` (Inductor's AlgorithmSelectorCache) once: while
     TABLE_HITS.skip_precompile, the autotuning that follows a hit gets a precompile timeout
-    of 0, which Inductor takes as "no precompile" (it compiles each choice at its benchmark)."""
-    original = selector.make_precompile_fn
+    of 0, which Inductor takes as "no precompile" (it compiles each choice at its benchmark).
+    A torch without that method keeps its precompile, with a warning."""
+    original = getattr(selector, "make_precompile_fn", None)
+    if original is None:
+        warnings.warn("this torch's AlgorithmSelectorCache has no make_precompile_fn: Inductor will "
+                      "precompile the table's hits (a paired kernel compiles three times)", stacklevel=3)
+        return
     if getattr(original, "skips_table_hits", False):
         return
 
     @functools.wraps(original)
     def make_precompile_fn(self: Any, choices: Any, name: str, inputs_key: str, *args: Any, **kwargs: Any) -> Any:
         hit, TABLE_HITS.op = TABLE_HITS.op, None
-        if TABLE_HITS.skip_precompile and hit is not None and hit == name:
+        if TABLE_HITS.skip_precompile and hit == name:
             TABLE_HITS.precompiles_skipped += 1
             if args:
                 args = (0,) + args[1:]

@@ -146,3 +146,8 @@ def test_the_precompile_is_wrapped_once() -> None:
     lut.skip_precompile_of_hits(selector)
     assert selector.make_precompile_fn is wrapped
     assert wrapped.__wrapped__ is FakeSelector.make_precompile_fn
+
+
+def test_a_torch_without_the_precompile_hook_keeps_its_precompile_with_a_warning() -> None:
+    with pytest.warns(UserWarning, match="no make_precompile_fn"):
+        lut.skip_precompile_of_hits(type("Selector", (), {}))
