@@ -118,6 +118,8 @@ def test_a_table_from_use_table_is_what_inductor_autotunes(tmp_path: Path, resto
 @pytest.mark.parametrize("precompile_hits", [False, True])
 def test_a_paired_hit_is_not_precompiled_unless_asked(tmp_path: Path, restore_inductor: None,
                                                       precompile_hits: bool) -> None:
+    from torch._inductor import config
+
     from matmul_toolkit_inductor import lut
 
     path = tmp_path / "lut.json"
@@ -125,8 +127,6 @@ def test_a_paired_hit_is_not_precompiled_unless_asked(tmp_path: Path, restore_in
     use_table(path, precompile_hits=precompile_hits)
     skipped = lut.TABLE_HITS.precompiles_skipped
     torch._dynamo.reset()
-    from torch._inductor import config
-
     with config.patch({"fx_graph_cache": False, "autotune_local_cache": False}):  # lower it here, now
         compile_mm_with_max_autotune()
     assert lut.TABLE_HITS.precompiles_skipped == skipped + (0 if precompile_hits else 1)
