@@ -723,13 +723,11 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
     is a result, not an exception."""
     from torch._inductor import config as inductor_config
     from torch._inductor.choices import InductorChoices
-    from torch._inductor.select_algorithm import AlgorithmSelectorCache
     from torch._inductor.utils import fresh_cache
 
     from matmul_toolkit_inductor import lut
 
     recorder = LookupRecorder() if variant.table is not None else None
-    lut.skip_precompile_of_hits(AlgorithmSelectorCache)
     lut.TABLE_HITS.op = None
     lut.TABLE_HITS.skip_precompile = variant.table is not None and not (variant.settings or {}).get("precompile_hits")
     result: dict[str, Any] = {"runtime_ms": None, "compile_s": None}
@@ -968,6 +966,12 @@ def run(args: argparse.Namespace) -> int:
     shapeset = os.path.join(args.out, SHAPESET_NAME)
     write_atomically(shapeset, json.dumps(shapeset_document(problems), indent=2) + "\n")
     torch, triton_version = import_torch()
+    # Table variants skip the precompile of their hits, as use_table installs a table.
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+    from matmul_toolkit_inductor.lut import skip_precompile_of_hits
+
+    skip_precompile_of_hits(AlgorithmSelectorCache)
     device = torch.cuda.get_device_name()
     print(f"device: {device}; torch {torch.__version__}; triton {triton_version}; CUDA {torch.version.cuda}")
     print(f"{len(problems)} problems (written to {shapeset})")
