@@ -28,6 +28,11 @@ void add_problem_options(CLI::App& cmd, CollectCliOptions& o) {
     cmd.add_flag("--power-of-two", o.power_of_two, "Only powers of two");
     cmd.add_flag("--no-rectangular", o.no_rectangular, "Only square problems (M = N = K)");
     cmd.add_flag("--no-odd-sizes", o.no_odd_sizes, "Only even sizes (odd draws are rounded to even)");
+    cmd.add_option("--multiple-of", o.multiple_of,
+                   "Round N and K (with --no-rectangular, every size) to the nearest multiple of this, as real "
+                   "models' weights have them (e.g. 64: aligned rows, the case most log-normal draws miss); M "
+                   "stays as drawn")
+        ->capture_default_str();
     cmd.add_flag("--log-normal", o.log_normal,
                  "Draw sizes log-normally (torch-diode's fit to real models), clamped to the size range");
     auto& p = o.log_normal_params;
@@ -125,6 +130,7 @@ collect::CollectOptions to_collect_options(const CollectCliOptions& o, const Glo
     g.sizes.power_of_two = o.power_of_two;
     g.sizes.no_rectangular = o.no_rectangular;
     g.sizes.no_odd_sizes = o.no_odd_sizes;
+    g.sizes.multiple_of = o.multiple_of;
     g.sizes.log_normal = o.log_normal;
     g.sizes.m = o.log_normal_params.m;
     g.sizes.n = o.log_normal_params.n;

@@ -25,6 +25,7 @@ struct CollectCliOptions {
     bool power_of_two = false;
     bool no_rectangular = false;
     bool no_odd_sizes = false;
+    std::int64_t multiple_of = 1;
     bool log_normal = false;
     collect::SizeOptions log_normal_params;  ///< only its m/n/k parameters are used
     std::vector<std::string> ops{"mm", "addmm", "bmm"};

@@ -252,6 +252,7 @@ core::OrderedJson run_metadata(const CollectOptions& options, const CollectionPl
         run["power_of_two"] = s.power_of_two;
         run["no_rectangular"] = s.no_rectangular;
         run["no_odd_sizes"] = s.no_odd_sizes;
+        if (s.multiple_of > 1) run["multiple_of"] = s.multiple_of;
         if (s.log_normal) {
             run["log_normal"] = {{"m_mean", s.m.mean}, {"m_std", s.m.std}, {"n_mean", s.n.mean},
                                  {"n_std", s.n.std},   {"k_mean", s.k.mean}, {"k_std", s.k.std}};

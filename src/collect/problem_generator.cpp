@@ -35,6 +35,16 @@ std::int64_t make_even(std::int64_t v, const SizeOptions& o) {
     return v + 1 <= o.max_size ? v + 1 : v - 1;
 }
 
+std::int64_t first_multiple(std::int64_t lo, std::int64_t step) { return (lo + step - 1) / step * step; }
+
+/// The multiple of `o.multiple_of` nearest to v (halves round up) within the size range.
+std::int64_t round_to_multiple(std::int64_t v, const SizeOptions& o) {
+    const std::int64_t step = o.multiple_of;
+    if (step <= 1) return v;
+    const std::int64_t nearest = (v + step / 2) / step * step;
+    return std::clamp(nearest, first_multiple(o.min_size, step), o.max_size / step * step);
+}
+
 std::int64_t draw_dim(const SizeOptions& o, const LogNormalParams& params, Rng& rng) {
     std::int64_t v = 0;
     if (o.log_normal) {
@@ -75,6 +85,14 @@ void validate_generator_options(const GeneratorOptions& o) {
         throw core::InputError("--power-of-two", "no power of two lies in [" +
                                                      std::to_string(s.min_size) + ", " +
                                                      std::to_string(s.max_size) + "]");
+    }
+    if (s.multiple_of < 1) {
+        throw core::InputError("--multiple-of", "must be at least 1, got " + std::to_string(s.multiple_of));
+    }
+    if (first_multiple(s.min_size, s.multiple_of) > s.max_size) {
+        throw core::InputError("--multiple-of", "no multiple of " + std::to_string(s.multiple_of) + " lies in [" +
+                                                    std::to_string(s.min_size) + ", " +
+                                                    std::to_string(s.max_size) + "]");
     }
     if (s.no_odd_sizes && !has_even_in(s.min_size, s.max_size)) {
         throw core::InputError("--no-odd-sizes", "no even size lies in [" +
@@ -129,10 +147,10 @@ Dims draw_dims(const SizeOptions& options, Rng& rng) {
     Dims d;
     d.m = draw_dim(options, options.m, rng);
     if (options.no_rectangular) {
-        d.n = d.k = d.m;
+        d.m = d.n = d.k = round_to_multiple(d.m, options);
     } else {
-        d.n = draw_dim(options, options.n, rng);
-        d.k = draw_dim(options, options.k, rng);
+        d.n = round_to_multiple(draw_dim(options, options.n, rng), options);
+        d.k = round_to_multiple(draw_dim(options, options.k, rng), options);
     }
     return d;
 }

@@ -112,6 +112,46 @@ TEST(GenerateProblems, NoOddSizesGivesEvenSizesUniformAndLogNormal) {
     for (auto d : all_dims(generate_problems(o, 2))) EXPECT_EQ(d % 2, 0) << d;
 }
 
+TEST(GenerateProblems, MultipleOfRoundsNAndKToTheNearestMultipleAndLeavesM) {
+    auto o = small_options(60);
+    o.sizes.min_size = 1;
+    o.sizes.max_size = 4096;
+    o.sizes.log_normal = true;
+    o.sizes.multiple_of = 64;
+    const auto problems = generate_problems(o, 5);
+    bool m_off_the_grid = false;
+    for (const auto& p : problems) {
+        EXPECT_EQ(p.shape.N % 64, 0) << p.shape.N;
+        EXPECT_EQ(p.shape.K % 64, 0) << p.shape.K;
+        EXPECT_GE(p.shape.N, 64);
+        EXPECT_LE(p.shape.K, 4096);
+        m_off_the_grid |= p.shape.M % 64 != 0;
+    }
+    EXPECT_TRUE(m_off_the_grid);
+
+    // The nearest multiple, within the range: exp(mean) with no spread gives known draws.
+    GeneratorOptions one;
+    one.num_shapes = 1;
+    one.sizes.min_size = 100;
+    one.sizes.max_size = 1000;
+    one.sizes.log_normal = true;
+    one.sizes.multiple_of = 64;
+    one.sizes.m = {std::log(150.5), 0.0};
+    one.sizes.n = {std::log(150.5), 0.0};  // 150: 128 is nearer than 192
+    one.sizes.k = {std::log(999.5), 0.0};  // 999: 1024 is out of range, 960 is the last multiple
+    auto p = generate_problems(one, 3).front();
+    EXPECT_EQ(p.shape.M, 150);
+    EXPECT_EQ(p.shape.N, 128);
+    EXPECT_EQ(p.shape.K, 960);
+    one.sizes.n = {std::log(101.5), 0.0};  // 101: 64 lies below --min-size, 128 is the first multiple
+    EXPECT_EQ(generate_problems(one, 3).front().shape.N, 128);
+    one.sizes.no_rectangular = true;  // square problems stay square
+    p = generate_problems(one, 3).front();
+    EXPECT_EQ(p.shape.M, 128);
+    EXPECT_EQ(p.shape.N, 128);
+    EXPECT_EQ(p.shape.K, 128);
+}
+
 TEST(GenerateProblems, WithoutOddSizesFlagOddSizesDoAppear) {
     const auto dims = all_dims(generate_problems(small_options(40), 2));
     EXPECT_TRUE(std::any_of(dims.begin(), dims.end(), [](std::int64_t d) { return d % 2 == 1; }));
@@ -231,6 +271,15 @@ TEST(ValidateGeneratorOptions, NamesTheOffendingOption) {
     o.sizes.min_size = o.sizes.max_size = 33;
     o.sizes.no_odd_sizes = true;
     EXPECT_EQ(subject_of(o), "--no-odd-sizes");
+    o = small_options();
+    o.sizes.multiple_of = 0;
+    EXPECT_EQ(subject_of(o), "--multiple-of");
+    o.sizes.min_size = 65;
+    o.sizes.max_size = 127;
+    o.sizes.multiple_of = 64;  // no multiple of 64 in [65, 127]
+    EXPECT_EQ(subject_of(o), "--multiple-of");
+    o.sizes.max_size = 128;
+    EXPECT_EQ(subject_of(o), "(accepted)");
     o = small_options();
     o.sizes.k.std = -1.0;
     EXPECT_EQ(subject_of(o), "--log-normal-k-std");

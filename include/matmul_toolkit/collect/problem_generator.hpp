@@ -26,6 +26,10 @@ struct SizeOptions {
     bool no_rectangular = false;  ///< M = N = K
     bool no_odd_sizes = false;    ///< odd draws are rounded up (down at max_size) to even
     bool log_normal = false;      ///< log-normal sizes clamped to [min_size, max_size]
+    /// N and K (every size with no_rectangular) rounded to the nearest multiple of this
+    /// within [min_size, max_size], as the weights of real models have them; M, the token
+    /// count, stays as drawn. 1: no rounding.
+    std::int64_t multiple_of = 1;
     // torch-diode's defaults, fitted to sizes seen in real models.
     LogNormalParams m{6.5725472164323095, 2.556199441605505};
     LogNormalParams n{5.913930073563466, 1.66968141897024};
