@@ -73,7 +73,7 @@ step_test() {
 collect_until_time() {
   local name=$1 data=$2
   shift 2
-  timeout -s INT "$step_seconds" "$cli" --seed 42 --format msgpack collect --backend inductor --quiet \
+  timeout -s INT "$step_seconds" "$cli" --seed "${COLLECT_SEED:-42}" --format msgpack collect --backend inductor --quiet \
     --log-normal --ops mm addmm bmm --dtypes bfloat16 float16 float32 --output "$data" "$@" \
     >"$out/$name.stdout" 2>"$out/$name.log"
   local rc=$?
@@ -83,6 +83,7 @@ collect_until_time() {
 }
 
 # DEFAULT_WORKERS=2 overlaps one worker's compile with the other's benchmarking.
+# COLLECT_SEED draws another problem list (default 42).
 # COLLECT_FLAGS adds collect options, e.g. the small-M (decode) set:
 #   DEFAULT_DATA=data/datasets/h200_inductor_default_small_m.msgpack NUM_SHAPES=120 \
 #   COLLECT_FLAGS="--min-size 1 --log-normal-m-mean 2.0 --log-normal-m-std 1.2"
