@@ -268,6 +268,13 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.paired_compile_margin_percent) {
         if (!o.with_aten) throw core::InputError("--paired-compile-margin", "needs --with-aten");
         if (o.top_k != 1) throw core::InputError("--paired-compile-margin", "needs --top-k 1");
+        // Without a pairing rule every top-1 table is a pair, so one of the margins would be ignored.
+        if (o.compile_margin_percent && !o.aten_by_rule()) {
+            throw core::InputError("--compile-margin",
+                                   "every table of --with-aten --top-k 1 without a pairing rule (--aten-within, "
+                                   "--aten-from, ...) is a pair, whose margin --paired-compile-margin sets: give "
+                                   "one of the two");
+        }
     }
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);

@@ -332,6 +332,8 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--paired-compile-margin", "15"},
         {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--paired-compile-margin", "15"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--paired-compile-margin", "-1"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--paired-compile-margin", "15",
+         "--compile-margin", "5"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-alone-gemv"},
         {"--shapeset", example_shapeset(), "--top-k", "3", "--output", out, "--with-aten", "--aten-alone-gemv"},
     };
