@@ -165,6 +165,15 @@ std::size_t ranked_per_problem(const ExportLutOptions& o) {
     return o.with_aten ? o.top_k + 1 : o.top_k;
 }
 
+/// The other forms Inductor may autotune a problem in (padded, a batch-1 bmm as an mm): an
+/// Inductor table ranks each as the problem it is, since after pad_mm the rows are aligned
+/// and the kernels rank differently there. A torch-diode Table has no such keys.
+std::vector<model::InductorProblem> inductor_forms(const ExportLutOptions& o, const std::string& op_key,
+                                                   const core::MMShape& shape) {
+    if (model::parse_lut_format(o.lut_format) != model::LutFormat::inductor) return {};
+    return model::inductor_alternate_problems(op_key, shape);
+}
+
 std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
                                                 const model::Predictor& predictor,
                                                 const GlobalOptions& global) {
@@ -181,8 +190,13 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
     std::vector<model::RankedProblem> ranked;
     for (const auto& entry : shapeset.operations) {
         for (const auto& shape : entry.shapes) {
-            ranked.push_back({predictor.info().hardware_name, entry.op, shape,
-                              ranker.top_k(entry.op, shape, ranked_per_problem(o))});
+            model::RankedProblem problem{predictor.info().hardware_name, entry.op, shape,
+                                         ranker.top_k(entry.op, shape, ranked_per_problem(o)), {}};
+            for (auto& form : inductor_forms(o, entry.op, shape)) {
+                auto configs = ranker.top_k(form.op_key, form.shape, ranked_per_problem(o));
+                problem.forms.push_back({std::move(form), std::move(configs)});
+            }
+            ranked.push_back(std::move(problem));
         }
     }
     return ranked;
@@ -206,9 +220,17 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
         configs.reserve(group.timings.size());
         for (const auto& timed : group.timings) configs.push_back(timed.config);
         const int units = model::lookup_hardware(group.hardware).parallel_units;
-        ranked.push_back({group.hardware, group.op_key, group.shape,
-                          model::top_k_configs(predictor, group.op_key, group.shape, configs,
-                                               ranked_per_problem(o), units)});
+        model::RankedProblem problem{group.hardware, group.op_key, group.shape,
+                                     model::top_k_configs(predictor, group.op_key, group.shape, configs,
+                                                          ranked_per_problem(o), units),
+                                     {}};
+        // The measured configs, ranked for each form as the problem it is.
+        for (auto& form : inductor_forms(o, group.op_key, group.shape)) {
+            auto form_configs =
+                model::top_k_configs(predictor, form.op_key, form.shape, configs, ranked_per_problem(o), units);
+            problem.forms.push_back({std::move(form), std::move(form_configs)});
+        }
+        ranked.push_back(std::move(problem));
     }
     return ranked;
 }
@@ -290,30 +312,43 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     // Where every table is a pair, the paired margin is the only margin.
     const bool paired_margin_only = every_table_paired && o.paired_compile_margin_percent;
     const auto margin = paired_margin_only ? o.paired_compile_margin_percent : o.compile_margin_percent;
-    for (auto& problem : ranked) {
+    // What the rules make of one ranking; every form of a problem gets the same treatment.
+    struct Choice {
+        bool margin_move = false, paired_move = false, gemv_alone = false;
+    };
+    const auto choose = [&](std::vector<model::RankedConfig>& configs, const core::MMShape& shape) {
+        Choice choice;
         std::vector<model::RankedConfig> unmoved;
-        if (o.paired_compile_margin_percent && !every_table_paired) unmoved = problem.configs;
-        if (margin) {
-            (paired_margin_only ? paired_moves : compile_moves) +=
-                model::prefer_fast_compile(problem.configs, *margin / 100.0, problem.shape.K);
-        }
-        if (o.aten_alone_gemv && model::vendor_alone_for_gemv(problem.configs, problem.shape)) {
-            problem.configs.resize(1);
-            ++aten_alone;
-            ++gemv_alone;
+        if (o.paired_compile_margin_percent && !every_table_paired) unmoved = configs;
+        if (margin) choice.margin_move = model::prefer_fast_compile(configs, *margin / 100.0, shape.K);
+        if (o.aten_alone_gemv && model::vendor_alone_for_gemv(configs, shape)) {
+            configs.resize(1);
+            choice.gemv_alone = true;
         } else if (o.aten_by_rule()) {
-            problem.configs = model::kernel_or_vendor(problem.configs, pairing);
+            configs = model::kernel_or_vendor(configs, pairing);
             if (o.paired_compile_margin_percent) {
-                paired_moves += model::lighten_paired_pick(problem.configs, std::move(unmoved), pairing,
-                                                           *o.paired_compile_margin_percent / 100.0, problem.shape.K);
+                choice.paired_move = model::lighten_paired_pick(configs, std::move(unmoved), pairing,
+                                                                *o.paired_compile_margin_percent / 100.0, shape.K);
             }
-            aten_paired += problem.configs.size() == 2;
-            aten_alone += problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
         } else if (o.with_aten) {
-            problem.configs = model::kernel_configs_and_vendor(problem.configs, o.top_k);
-        } else if (problem.configs.size() > o.top_k) {
-            problem.configs.resize(o.top_k);  // ranked in full for --compile-margin
+            configs = model::kernel_configs_and_vendor(configs, o.top_k);
+        } else if (configs.size() > o.top_k) {
+            configs.resize(o.top_k);  // ranked in full for --compile-margin
         }
+        return choice;
+    };
+    for (auto& problem : ranked) {
+        const Choice choice = choose(problem.configs, problem.shape);
+        (paired_margin_only ? paired_moves : compile_moves) += choice.margin_move;
+        paired_moves += choice.paired_move;
+        gemv_alone += choice.gemv_alone;
+        const bool vendor_alone =
+            problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
+        if (o.aten_by_rule()) {
+            aten_paired += problem.configs.size() == 2;
+            aten_alone += vendor_alone;
+        }
+        for (auto& form : problem.forms) choose(form.configs, form.form.shape);
     }
     model::write_lookup_table(o.output, ranked, format, lut);
 

@@ -273,7 +273,11 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
         for (const auto& form : inductor_alternate_problems(problem.op, problem.shape)) {
             const std::string key = inductor_lookup_key(form.op_key, form.shape, device_of(problem));
             if (table.contains(key)) continue;
-            table[key] = inductor_entries(form.op_key, problem.configs, form.shape.K, options.with_aten);
+            const auto ranked = std::find_if(problem.forms.begin(), problem.forms.end(), [&](const RankedForm& r) {
+                return r.form.op_key == form.op_key && r.form.shape == form.shape;
+            });
+            const auto& configs = ranked != problem.forms.end() ? ranked->configs : problem.configs;
+            table[key] = inductor_entries(form.op_key, configs, form.shape.K, options.with_aten);
         }
     }
     return core::python_json_dumps(table, 2) + "\n";

@@ -309,6 +309,27 @@ TEST_F(ExportLutCli, AtenAloneGemvLeavesAtenAloneWhereRankedFirst) {
     EXPECT_EQ(export_table("rows_gemv.json", rows, {"--aten-alone-gemv"}).table, export_table("rows.json", rows).table);
 }
 
+// The key pad_mm's padded problem is looked up under gets the configs ranked for that
+// problem (aligned rows), the same as a shapeset that holds the padded shape itself.
+TEST_F(ExportLutCli, APaddedFormIsRankedAsThePaddedProblem) {
+    const std::vector<std::string> rules{"--top-k", "1", "--no-prune", "--with-aten", "--aten-from", "15",
+                                         "--compile-margin", "5"};
+    auto misaligned_args = rules, padded_args = rules;
+    misaligned_args.insert(misaligned_args.begin(), {"--shapeset", shapeset_with_k(*dir, 390)});  // float32: pads to 392
+    padded_args.insert(padded_args.begin(), {"--shapeset", shapeset_with_k(*dir, 392)});
+    const auto misaligned = export_table("k390.json", misaligned_args);
+    const auto padded = export_table("k392.json", padded_args);
+    ASSERT_EQ(misaligned.result.exit_code, 0) << misaligned.result.err;
+    ASSERT_EQ(padded.result.exit_code, 0) << padded.result.err;
+    std::size_t shared = 0;
+    for (const auto& [key, entries] : padded.table.items()) {
+        if (!misaligned.table.contains(key)) continue;  // a transposed layout's own key
+        EXPECT_EQ(misaligned.table.at(key), entries) << key;
+        ++shared;
+    }
+    EXPECT_GT(shared, 0u) << misaligned.table.dump(1).substr(0, 600);
+}
+
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
     std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
     const auto out = (*dir / "bad.json").string();

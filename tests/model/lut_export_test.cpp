@@ -401,6 +401,27 @@ TEST(InductorLut, ABatchOneBmmAlsoGetsTheMmKeyInductorLowersItTo) {
     EXPECT_EQ(inductor_alternate_problems("bmm", core::make_shape(2, 64, 64, 64, "float16")).size(), 0u);
 }
 
+TEST(InductorLut, AFormRankedOnItsOwnGetsItsOwnConfigs) {
+    // mm 64x64x60 float16: pad_mm pads K to 64, where the rows are aligned and another
+    // config may be best. A form ranked on its own keeps that ranking; unranked forms
+    // (the same call without forms) get the problem's own.
+    auto p = problem("mm_nt", 1, 64, 64, 60);
+    const auto forms = inductor_alternate_problems(p.op, p.shape);
+    ASSERT_EQ(forms.size(), 1u);
+    const auto padded_key = inductor_lookup_key(forms[0].op_key, forms[0].shape, "");
+    const auto unranked = nlohmann::json::parse(inductor_lut_json({p}));
+    EXPECT_EQ(unranked.at(padded_key)[0].at("BLOCK_M"), 128);
+
+    p.forms.push_back({forms[0], {{tile(32, 32, 32, 2, 4, true), 0.4}}});
+    const auto table = nlohmann::json::parse(inductor_lut_json({p}));
+    ASSERT_EQ(table.size(), 2u);
+    const auto& entries = table.at(padded_key);
+    ASSERT_EQ(entries.size(), 1u);  // one config: used as it is, no ATen
+    EXPECT_EQ(entries[0].at("BLOCK_M"), 32);
+    EXPECT_EQ(entries[0].at("EVEN_K"), true);
+    EXPECT_EQ(table.at(inductor_lookup_key(p.op, p.shape, "")), unranked.at(inductor_lookup_key(p.op, p.shape, "")));
+}
+
 TEST(InductorLut, AProblemsOwnKeyWinsOverAnotherProblemsPaddedKey) {
     // 64 x 64 x 60 pads K to 64, which is the other problem's own key.
     auto odd = problem("mm", 1, 64, 64, 60);

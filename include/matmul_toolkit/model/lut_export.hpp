@@ -21,12 +21,27 @@ struct RankedConfig {
     double predicted_ms = 0.0;
 };
 
+/// A problem in the form Inductor autotunes it, where that differs from how it was timed.
+struct InductorProblem {
+    std::string op_key;
+    core::MMShape shape;
+};
+
+/// Another form of a problem (inductor_alternate_problems) and the configs chosen for it.
+struct RankedForm {
+    InductorProblem form;
+    std::vector<RankedConfig> configs;
+};
+
 /// One problem and the configs chosen for it, best first.
 struct RankedProblem {
     std::string hardware;
     std::string op;  ///< dataset op key: "mm", "addmm", "bmm", "mm_nt", ...
     core::MMShape shape;
     std::vector<RankedConfig> configs;
+    /// Forms ranked as the problems they are (a padded problem's rows are aligned, and the
+    /// kernels rank differently there); a form not listed gets `configs`.
+    std::vector<RankedForm> forms;
 };
 
 /// The first `count` kernel configs of a best-first ranking, and the vendor entry (aten_*)
@@ -131,12 +146,6 @@ std::string inductor_input_key(const std::string& op_key, const core::MMShape& s
 std::string inductor_lookup_key(const std::string& op_key, const core::MMShape& shape,
                                 const std::string& device_name);
 
-/// A problem in the form Inductor autotunes it, where that differs from how it was timed.
-struct InductorProblem {
-    std::string op_key;
-    core::MMShape shape;
-};
-
 /// The problem as Inductor autotunes it after its pad_mm pass pads a misaligned M, N or K
 /// (not a multiple of 8 elements for 16-bit dtypes, 4 for float32; a dimension of 1 stays)
 /// with zeros: operands become contiguous row-major, so the op key loses its layout.
@@ -155,7 +164,8 @@ std::string inductor_template_id(const std::string& op_key);
 /// The table as JSON text: {key: [{"template_id", "BLOCK_M", "BLOCK_N", "BLOCK_K",
 /// "GROUP_M", "num_stages", "num_warps", "EVEN_K", "USE_FAST_ACCUM", "ACC_TYPE"}, ...]}.
 /// A problem Inductor may autotune in another form also gets that form's key
-/// (inductor_alternate_problems; EVEN_K for a padded K) unless another problem owns it.
+/// (inductor_alternate_problems; EVEN_K for a padded K) unless another problem owns it, with
+/// the form's own ranking where RankedProblem::forms has one.
 /// Throws core::InputError when two problems give the same key.
 std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                               const InductorLutOptions& options = {});
