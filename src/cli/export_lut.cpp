@@ -224,10 +224,14 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
                                      model::top_k_configs(predictor, group.op_key, group.shape, configs,
                                                           ranked_per_problem(o), units),
                                      {}};
-        // The measured configs, ranked for each form as the problem it is.
+        // The measured configs, ranked for each form as the problem it is (EVEN_K for its K).
         for (auto& form : inductor_forms(o, group.op_key, group.shape)) {
+            auto candidates = configs;
+            for (auto& c : candidates) {
+                if (!collect::is_reference_config(c)) c.even_k = form.shape.K % c.block_k == 0;
+            }
             auto form_configs =
-                model::top_k_configs(predictor, form.op_key, form.shape, configs, ranked_per_problem(o), units);
+                model::top_k_configs(predictor, form.op_key, form.shape, candidates, ranked_per_problem(o), units);
             problem.forms.push_back({std::move(form), std::move(form_configs)});
         }
         ranked.push_back(std::move(problem));

@@ -330,6 +330,37 @@ TEST_F(ExportLutCli, APaddedFormIsRankedAsThePaddedProblem) {
     EXPECT_GT(shared, 0u) << misaligned.table.dump(1).substr(0, 600);
 }
 
+// From a dataset the padded form ranks the problem's measured configs for the padded
+// shape, EVEN_K set for its K: the sample dataset with every K two short (float32 rows
+// misaligned, padded back to the original K) gives the original dataset's tables there.
+TEST_F(ExportLutCli, APaddedFormOfADatasetProblemRanksItsConfigsForThePaddedShape) {
+    auto shortened = nlohmann::json::parse(slurp(sample_dataset()));
+    for (auto& [hardware, entry] : shortened.at("hardware").items()) {
+        for (auto& [op, operation] : entry.at("operation").items()) {
+            nlohmann::json solutions = nlohmann::json::object();
+            for (auto& [key, solution] : operation.at("solution").items()) {
+                auto shape = nlohmann::json::parse(key);
+                shape["K"] = shape["K"].get<std::int64_t>() - 2;
+                for (auto& timed : solution.at("timed_configs")) timed["config"]["EVEN_K"] = false;
+                solutions[shape.dump()] = solution;
+            }
+            operation["solution"] = solutions;
+        }
+    }
+    const auto path = *dir / "shortened.json";
+    std::ofstream(path) << shortened.dump();
+    const std::vector<std::string> args{"--top-k", "2"};
+    const auto original = export_table("original.json", {"--dataset", sample_dataset()}, args);
+    const auto padded = export_table("shortened_lut.json", {"--dataset", path.string()}, args);
+    ASSERT_EQ(original.result.exit_code, 0) << original.result.err;
+    ASSERT_EQ(padded.result.exit_code, 0) << padded.result.err;
+    ASSERT_EQ(original.table.size(), 5u);
+    for (const auto& [key, entries] : original.table.items()) {
+        ASSERT_TRUE(padded.table.contains(key)) << key;
+        EXPECT_EQ(padded.table.at(key), entries) << key;
+    }
+}
+
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
     std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
     const auto out = (*dir / "bad.json").string();
