@@ -12,6 +12,7 @@
 #   bash bench/gpu_inductor.sh repeats                    # do 10 timed runs rank as Inductor's 100?
 #   bash bench/gpu_inductor.sh build_cli e2e_lognormal    # shipped model's tables vs max-autotune
 #   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
+#   E2E_TABLES="a=lut_a.json b=lut_b.json" bash bench/gpu_inductor.sh e2e_lognormal   # tables exported elsewhere
 # Collections stop cleanly (SIGINT, finished problems saved) after STEP_SECONDS (default 540)
 # and resume on the next call when their output file is in the work tree (exhaustive: or
 # in the build folder of a warm machine). Results, logs
@@ -183,27 +184,32 @@ step_train_speed() {
 # training set holds: log-normal draws of another seed, then the transformer shapeset
 # (every E2E_EVERY-th problem); each stops starting problems after E2E_BUDGET s.
 # E2E_TOP_K: the tables compared (default: the recommended one, top-1 with ATen from 15 us,
-# a 5 % compile margin and ATen alone from 100 us, and the one before it without the last
-# two; lut_e2e.py --help has the syntax);
+# a 5 % compile margin, ATen alone from 60 us and for GEMVs; lut_e2e.py --help has the syntax);
 # E2E_RESUME=1 goes on with the problems of an earlier run whose $out/e2e_* is in place.
 # E2E_MODEL: the model, or several separated by spaces to compare them on the same problems.
-e2e_models() {
-  local model
-  for model in ${E2E_MODEL:-data/models/inductor_h200.pt}; do printf -- '--model %s ' "$model"; done
+# E2E_TABLES: tables exported beforehand on any machine, "NAME=FILE ...", measured without a
+# build (no build_cli step); models are exported too only where E2E_MODEL is given.
+e2e_sources() {
+  local item
+  for item in ${E2E_TABLES:-}; do printf -- '--table %s ' "$item"; done
+  if [[ -z ${E2E_TABLES:-} || -n ${E2E_MODEL:-} ]]; then
+    for item in ${E2E_MODEL:-data/models/inductor_h200.pt}; do printf -- '--model %s ' "$item"; done
+    printf -- '--mmt %s --top-k %s' "$cli" "${E2E_TOP_K:-1+aten@15us+fast5+alone60us+gemv}"
+  fi
 }
 
 step_e2e_lognormal() {
-  python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
-    --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone60us+gemv 1+aten@15us+fast5+alone100us+precompile} \
+  # shellcheck disable=SC2046 # e2e_sources is a list of options
+  python3 bench/lut_e2e.py $(e2e_sources) --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 \
     --out "$out/e2e_ln" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_ln.txt" 2>"$out/e2e_ln.log" || status=1
   tail -12 "$out/e2e_ln.txt"
 }
 
 step_e2e_transformer() {
-  python3 bench/lut_e2e.py --mmt "$cli" $(e2e_models) \
-    --shapeset data/shapesets/transformer_shapes.json --every "${E2E_EVERY:-3}" --top-k ${E2E_TOP_K:-1+aten@15us+fast5+alone60us+gemv 1+aten@15us+fast5+alone100us+precompile} \
-    --out "$out/e2e_tr" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
+  # shellcheck disable=SC2046 # e2e_sources is a list of options
+  python3 bench/lut_e2e.py $(e2e_sources) --shapeset data/shapesets/transformer_shapes.json \
+    --every "${E2E_EVERY:-3}" --out "$out/e2e_tr" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_tr.txt" 2>"$out/e2e_tr.log" || status=1
   tail -12 "$out/e2e_tr.txt"
 }
