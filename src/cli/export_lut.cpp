@@ -224,11 +224,14 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
                                      model::top_k_configs(predictor, group.op_key, group.shape, configs,
                                                           ranked_per_problem(o), units),
                                      {}};
-        // The measured configs, ranked for each form as the problem it is (EVEN_K for its K).
+        // The measured configs, ranked for each form as the problem it is: specialized as
+        // Inductor sets them for its shape (EVEN_K for a padded K), ALLOW_TF32 as measured.
         for (auto& form : inductor_forms(o, group.op_key, group.shape)) {
+            const auto [form_op, form_layout] = core::parse_op_key(form.op_key);
+            const collect::Problem as_run{form_op, form_layout, form.shape};
             auto candidates = configs;
             for (auto& c : candidates) {
-                if (!collect::is_reference_config(c)) c.even_k = form.shape.K % c.block_k == 0;
+                if (!collect::is_reference_config(c)) c = collect::specialize_config(c, as_run, c.allow_tf32);
             }
             auto form_configs =
                 model::top_k_configs(predictor, form.op_key, form.shape, candidates, ranked_per_problem(o), units);
