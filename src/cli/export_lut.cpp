@@ -48,6 +48,7 @@ struct ExportLutOptions {
     std::optional<double> aten_alone_from_us;
     std::optional<double> compile_margin_percent;
     std::optional<double> paired_compile_margin_percent;
+    std::optional<double> runner_up_within_percent;
     bool aten_alone_gemv = false;
 
     /// Whether ATen is paired with the pick by a rule rather than always.
@@ -137,6 +138,13 @@ struct ExportLutOptions {
                        "and times ATen beside it, so a lighter pick costs least runtime there; where ATen "
                        "is much slower than the kernels it costs runtime (README, End-to-end)")
             ->type_name("PCT");
+        cmd.add_option("--runner-up-within", runner_up_within_percent,
+                       "With --with-aten and --top-k 1: where the table pairs the kernel pick with ATen, "
+                       "so Inductor times them anyway, also the best other kernel config predicted within "
+                       "PCT percent of the pick (for 256 < K <= 2048 the one with the fewest accumulator "
+                       "registers among those): a near-tie is settled by Inductor's timing instead of the "
+                       "model. Costs one more compile on those problems (README, export-lut)")
+            ->type_name("PCT");
     }
 };
 
@@ -157,9 +165,10 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
 /// With --with-aten one config more is ranked, so that top-k kernel configs remain where
 /// ATen ranks among them (model::kernel_configs_and_vendor).
 /// With --aten-within or --aten-from every candidate is ranked, so that ATen's predicted time is known.
-/// With --compile-margin too: every config within the margin of the best must be seen.
+/// With --compile-margin and --runner-up-within too: every config within the margin of the best must be seen.
 std::size_t ranked_per_problem(const ExportLutOptions& o) {
-    if (o.aten_by_rule() || o.compile_margin_percent || o.paired_compile_margin_percent) {
+    if (o.aten_by_rule() || o.compile_margin_percent || o.paired_compile_margin_percent ||
+        o.runner_up_within_percent) {
         return std::numeric_limits<std::size_t>::max();
     }
     return o.with_aten ? o.top_k + 1 : o.top_k;
@@ -289,7 +298,8 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     }
 
     for (const auto& [option, percent] : {std::pair{"--compile-margin", o.compile_margin_percent},
-                                           std::pair{"--paired-compile-margin", o.paired_compile_margin_percent}}) {
+                                           std::pair{"--paired-compile-margin", o.paired_compile_margin_percent},
+                                           std::pair{"--runner-up-within", o.runner_up_within_percent}}) {
         if (percent && (!(*percent >= 0.0) || !std::isfinite(*percent))) {
             throw core::InputError(option, "must be a percentage of 0 or more");
         }
@@ -305,6 +315,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                    "one of the two");
         }
     }
+    if (o.runner_up_within_percent) {
+        if (!o.with_aten) throw core::InputError("--runner-up-within", "needs --with-aten");
+        if (o.top_k != 1) throw core::InputError("--runner-up-within", "needs --top-k 1");
+    }
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto predictor = model::Predictor::load(model_path, resolved_device(global));
@@ -313,7 +327,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                model_path + " predicts no ATen times (trained with --no-vendor-rows)");
     }
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
-    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0;
+    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0, runner_ups = 0;
     // Without a pairing rule a --with-aten top-1 table always pairs the pick with ATen.
     const bool every_table_paired = o.with_aten && !o.aten_by_rule() && o.top_k == 1;
     // Where every table is a pair, the paired margin is the only margin.
@@ -321,13 +335,15 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     const auto margin = paired_margin_only ? o.paired_compile_margin_percent : o.compile_margin_percent;
     // What the rules make of one ranking; every form of a problem gets the same treatment.
     struct Choice {
-        bool margin_move = false, paired_move = false, gemv_alone = false;
+        bool margin_move = false, paired_move = false, gemv_alone = false, runner_up = false;
     };
     const auto choose = [&](std::vector<model::RankedConfig>& configs, const core::MMShape& shape) {
         Choice choice;
         std::vector<model::RankedConfig> unmoved;
         if (o.paired_compile_margin_percent && !every_table_paired) unmoved = configs;
         if (margin) choice.margin_move = model::prefer_fast_compile(configs, *margin / 100.0, shape.K);
+        std::vector<model::RankedConfig> ranking;
+        if (o.runner_up_within_percent) ranking = configs;
         if (o.aten_alone_gemv && model::vendor_alone_for_gemv(configs, shape)) {
             configs.resize(1);
             choice.gemv_alone = true;
@@ -342,6 +358,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         } else if (configs.size() > o.top_k) {
             configs.resize(o.top_k);  // ranked in full for --compile-margin
         }
+        if (o.runner_up_within_percent) {
+            choice.runner_up =
+                model::add_runner_up(configs, ranking, *o.runner_up_within_percent / 100.0, shape.K);
+        }
         return choice;
     };
     for (auto& problem : ranked) {
@@ -349,10 +369,11 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         (paired_margin_only ? paired_moves : compile_moves) += choice.margin_move;
         paired_moves += choice.paired_move;
         gemv_alone += choice.gemv_alone;
+        runner_ups += choice.runner_up;
         const bool vendor_alone =
             problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
         if (o.aten_by_rule()) {
-            aten_paired += problem.configs.size() == 2;
+            aten_paired += problem.configs.size() >= 2;
             aten_alone += vendor_alone;
         }
         for (auto& form : problem.forms) choose(form.configs, form.form.shape);
@@ -375,6 +396,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.paired_compile_margin_percent) {
         std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent
                   << ": a lighter kernel in the pair with ATen on " << paired_moves << " problems\n";
+    }
+    if (o.runner_up_within_percent) {
+        std::cout << "--runner-up-within " << *o.runner_up_within_percent
+                  << ": a second kernel config beside the pair on " << runner_ups << " problems\n";
     }
     return core::kExitOk;
 }

@@ -247,6 +247,22 @@ bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedCon
     return true;
 }
 
+bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedConfig>& ranked, double margin,
+                   std::int64_t k) {
+    const auto is_vendor = [](const RankedConfig& r) { return collect::is_reference_config(r.config); };
+    if (table.size() != 2 || std::count_if(table.begin(), table.end(), is_vendor) != 1) return false;
+    const auto pick = std::find_if_not(table.begin(), table.end(), is_vendor);
+    std::vector<RankedConfig> others;
+    for (const auto& r : ranked) {
+        if (!is_vendor(r) && !(r.config == pick->config)) others.push_back(r);
+    }
+    if (others.empty()) return false;
+    prefer_fast_compile(others, margin, k);
+    if (others.front().predicted_ms > pick->predicted_ms * (1.0 + margin)) return false;
+    table.insert(std::next(pick), others.front());
+    return true;
+}
+
 std::string inductor_template_id(const std::string& op_key) {
     return core::parse_op_key(op_key).first == "bmm" ? "triton::bmm" : "triton::mm";
 }

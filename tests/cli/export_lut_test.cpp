@@ -279,6 +279,44 @@ TEST_F(ExportLutCli, PairedCompileMarginLightensPairsOnly) {
     EXPECT_EQ(always.table, margin.table);
 }
 
+// --runner-up-within: a pair gains one kernel config after its pick, the pair's own entries
+// kept in order (tables that are not pairs: InductorLut tests).
+TEST_F(ExportLutCli, RunnerUpWithinAddsAKernelAfterThePick) {
+    const std::vector<std::string> base{"--shapeset", shapeset_with_k(*dir, 4096), "--top-k", "1", "--no-prune",
+                                        "--with-aten", "--aten-within", "1e9"};  // pairs every problem
+    const auto plain = export_table("plain.json", base, {});
+    const auto wide = export_table("wide.json", base, {"--runner-up-within", "1e9"});
+    const auto none = export_table("none.json", base, {"--runner-up-within", "0"});
+    ASSERT_EQ(wide.result.exit_code, 0) << wide.result.err;
+    ASSERT_EQ(wide.table.size(), plain.table.size());
+    std::size_t pairs = 0;
+    for (const auto& [key, entries] : plain.table.items()) {
+        const auto& widened = wide.table.at(key);
+        ASSERT_GT(aten_entries(entries), 0u) << key;
+        ASSERT_LT(aten_entries(entries), entries.size()) << key;
+        ++pairs;
+        ASSERT_EQ(widened.size(), entries.size() + 1) << key;  // any kernel is within 1e9 %
+        EXPECT_EQ(aten_entries(widened), aten_entries(entries)) << key;
+        nlohmann::json without_added = nlohmann::json::array();
+        bool skipped = false;
+        for (std::size_t i = 0; i < widened.size(); ++i) {
+            // The added kernel follows the pick: the first kernel entry after a kernel entry.
+            if (!skipped && i > 0 && widened[i].contains("BLOCK_M") && widened[i - 1].contains("BLOCK_M")) {
+                skipped = true;
+                continue;
+            }
+            without_added.push_back(widened[i]);
+        }
+        EXPECT_EQ(without_added, entries) << key;
+    }
+    EXPECT_EQ(pairs, plain.table.size());
+    EXPECT_NE(wide.result.out.find("--runner-up-within 1e+09: a second kernel config beside the pair on "),
+              std::string::npos)
+        << wide.result.out;
+    // A margin of 0 adds only exact ties, which the tiny model does not predict.
+    EXPECT_EQ(none.table, plain.table);
+}
+
 // --aten-alone-gemv: where M = 1 and the model ranks ATen first, ATen alone; every other
 // table stays the pair a --with-aten top-1 table is.
 TEST_F(ExportLutCli, AtenAloneGemvLeavesAtenAloneWhereRankedFirst) {
@@ -388,6 +426,9 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
          "--compile-margin", "5"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--aten-alone-gemv"},
         {"--shapeset", example_shapeset(), "--top-k", "3", "--output", out, "--with-aten", "--aten-alone-gemv"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--runner-up-within", "5"},
+        {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--runner-up-within", "5"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--runner-up-within", "-5"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

@@ -302,6 +302,44 @@ TEST(InductorLut, LightenPairedPickOnlyWherePaired) {
     EXPECT_EQ(names(table), (Names{"aten_mm"}));
 }
 
+// --runner-up-within: a pair gains the best other kernel config within the margin of its
+// pick, the lightest of those where K makes heavy kernels compile slowly; nothing else does.
+TEST(InductorLut, RunnerUpJoinsOnlyAPairWithinTheMargin) {
+    const auto heavy = tile("heavy", 128, 128, 4), light = tile("light", 128, 128, 8),
+               lighter = tile("lighter", 64, 64, 4), aten = named("aten_mm");
+    const std::vector<RankedConfig> ranked{{heavy, 1.0}, {aten, 1.02}, {light, 1.04}, {lighter, 1.06}};
+    const std::vector<RankedConfig> pair{{heavy, 1.0}, {aten, 1.02}};
+    auto table = pair;
+    EXPECT_TRUE(add_runner_up(table, ranked, 0.05, 4096));
+    EXPECT_EQ(names(table), (Names{"heavy", "light", "aten_mm"}));
+    // Outside the margin: the pair stays a pair.
+    table = pair;
+    EXPECT_FALSE(add_runner_up(table, ranked, 0.03, 4096));
+    EXPECT_EQ(names(table), (Names{"heavy", "aten_mm"}));
+    // Where the K loop is unrolled in full, the fewest registers within the margin.
+    table = pair;
+    EXPECT_TRUE(add_runner_up(table, ranked, 0.10, 768));
+    EXPECT_EQ(names(table), (Names{"heavy", "lighter", "aten_mm"}));
+    table = pair;
+    EXPECT_TRUE(add_runner_up(table, ranked, 0.10, 4096));
+    EXPECT_EQ(names(table), (Names{"heavy", "light", "aten_mm"}));
+    // ATen first in the pair: the runner-up still follows the kernel pick.
+    table = {{aten, 0.9}, {heavy, 1.0}};
+    EXPECT_TRUE(add_runner_up(table, ranked, 0.05, 4096));
+    EXPECT_EQ(names(table), (Names{"aten_mm", "heavy", "light"}));
+    // A pick alone, ATen alone, or two kernels without ATen: unchanged.
+    for (std::vector<RankedConfig> other : {std::vector<RankedConfig>{{heavy, 1.0}},
+                                            std::vector<RankedConfig>{{aten, 1.02}},
+                                            std::vector<RankedConfig>{{heavy, 1.0}, {light, 1.04}}}) {
+        const auto before = names(other);
+        EXPECT_FALSE(add_runner_up(other, ranked, 1.0, 4096));
+        EXPECT_EQ(names(other), before);
+    }
+    // No other kernel config in the ranking.
+    table = pair;
+    EXPECT_FALSE(add_runner_up(table, {{heavy, 1.0}, {aten, 1.02}}, 1.0, 4096));
+}
+
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {
     InductorLutOptions from_hardware;
     from_hardware.include_device = true;
