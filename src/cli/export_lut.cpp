@@ -139,7 +139,8 @@ struct ExportLutOptions {
                        "is much slower than the kernels it costs runtime (README, End-to-end)")
             ->type_name("PCT");
         cmd.add_option("--runner-up-within", runner_up_within_percent,
-                       "With --with-aten and --top-k 1: where the table pairs the kernel pick with ATen, "
+                       "With --with-aten and --top-k 1: where the table pairs the kernel pick with ATen "
+                       "(every table without a pairing rule such as --aten-from), "
                        "so Inductor times them anyway, also the best other kernel config predicted within "
                        "PCT percent of the pick (for 256 < K <= 2048 the one with the fewest accumulator "
                        "registers among those): a near-tie is settled by Inductor's timing instead of the "
@@ -360,7 +361,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         }
         if (o.runner_up_within_percent) {
             choice.runner_up =
-                model::add_runner_up(configs, ranking, *o.runner_up_within_percent / 100.0, shape.K);
+                model::add_runner_up(configs, ranking, *o.runner_up_within_percent / 100.0, shape.K, lut.with_aten);
         }
         return choice;
     };

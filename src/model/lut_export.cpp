@@ -248,9 +248,10 @@ bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedCon
 }
 
 bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedConfig>& ranked, double margin,
-                   std::int64_t k) {
+                   std::int64_t k, bool vendor_added) {
     const auto is_vendor = [](const RankedConfig& r) { return collect::is_reference_config(r.config); };
-    if (table.size() != 2 || std::count_if(table.begin(), table.end(), is_vendor) != 1) return false;
+    const auto vendors = std::count_if(table.begin(), table.end(), is_vendor);
+    if (table.size() - vendors != 1 || (vendors == 0 && !vendor_added)) return false;
     const auto pick = std::find_if_not(table.begin(), table.end(), is_vendor);
     std::vector<RankedConfig> others;
     for (const auto& r : ranked) {

@@ -315,6 +315,13 @@ TEST_F(ExportLutCli, RunnerUpWithinAddsAKernelAfterThePick) {
         << wide.result.out;
     // A margin of 0 adds only exact ties, which the tiny model does not predict.
     EXPECT_EQ(none.table, plain.table);
+
+    // Without a pairing rule every --with-aten top-1 table is a pair: each gains the same.
+    const std::vector<std::string> always{"--shapeset", shapeset_with_k(*dir, 4096), "--top-k", "1", "--no-prune",
+                                          "--with-aten", "--runner-up-within", "1e9"};
+    const auto without_rule = export_table("always.json", always);
+    ASSERT_EQ(without_rule.result.exit_code, 0) << without_rule.result.err;
+    EXPECT_EQ(without_rule.table, wide.table);
 }
 
 // --aten-alone-gemv: where M = 1 and the model ranks ATen first, ATen alone; every other

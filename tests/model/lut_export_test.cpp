@@ -335,6 +335,12 @@ TEST(InductorLut, RunnerUpJoinsOnlyAPairWithinTheMargin) {
         EXPECT_FALSE(add_runner_up(other, ranked, 1.0, 4096));
         EXPECT_EQ(names(other), before);
     }
+    // A pick alone that the writer pairs with ATen (--with-aten without a pairing rule).
+    table = {{heavy, 1.0}};
+    EXPECT_TRUE(add_runner_up(table, ranked, 0.05, 4096, true));
+    EXPECT_EQ(names(table), (Names{"heavy", "light"}));
+    table = {{heavy, 1.0}, {light, 1.04}};
+    EXPECT_FALSE(add_runner_up(table, ranked, 1.0, 4096, true));
     // No other kernel config in the ranking.
     table = pair;
     EXPECT_FALSE(add_runner_up(table, {{heavy, 1.0}, {aten, 1.02}}, 1.0, 4096));

@@ -119,14 +119,15 @@ bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::
 bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedConfig> ranked,
                          const AtenPairing& rule, double paired_margin, std::int64_t k);
 
-/// `--runner-up-within`: where `table` pairs one kernel pick with the vendor entry (Inductor
-/// times the two anyway), adds after the pick the best other kernel config of `ranked` (a
-/// best-first ranking) predicted within the factor 1 + `margin` of the pick, so that Inductor
-/// times it too: a near-tie is settled by measuring, not by the model. Where K makes
-/// register-heavy kernels compile slowly (prefer_fast_compile), the one with the fewest
+/// `--runner-up-within`: where `table` holds one kernel pick that Inductor times against ATen
+/// anyway (the table holds the vendor entry, or `vendor_added`: the writer adds it,
+/// InductorLutOptions::with_aten), adds after the pick the best other kernel config of
+/// `ranked` (a best-first ranking) predicted within the factor 1 + `margin` of the pick, so
+/// that Inductor times it too: a near-tie is settled by measuring, not by the model. Where K
+/// makes register-heavy kernels compile slowly (prefer_fast_compile), the one with the fewest
 /// accumulator registers among those within the margin. Returns whether a config was added.
 bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedConfig>& ranked, double margin,
-                   std::int64_t k);
+                   std::int64_t k, bool vendor_added = false);
 
 enum class LutFormat { inductor, diode };
 
