@@ -50,6 +50,7 @@ struct ExportLutOptions {
     std::optional<double> paired_compile_margin_percent;
     std::optional<double> runner_up_within_percent;
     bool aten_alone_gemv = false;
+    bool score = false;
 
     /// Whether ATen is paired with the pick by a rule rather than always.
     bool aten_by_rule() const { return aten_within_percent || aten_from_us || aten_alone_from_us || aten_alone_gemv; }
@@ -146,6 +147,13 @@ struct ExportLutOptions {
                        "registers among those): a near-tie is settled by Inductor's timing instead of the "
                        "model. Costs one more compile on those problems (README, export-lut)")
             ->type_name("PCT");
+        cmd.add_flag("--score", score,
+                     "With --dataset: also score the tables on the dataset's measured times, as Inductor "
+                     "would run them (every entry of a table of two or more timed, the fastest kept): "
+                     "per problem the best measured time / the table's; prints the geomean, median, 5th "
+                     "percentile and worst over problems, how many fall under 0.85, and how many tables "
+                     "Inductor would autotune. On problems the model never saw, what the rules would "
+                     "achieve, without a GPU");
     }
 };
 
@@ -212,8 +220,16 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
     return ranked;
 }
 
+/// A problem's measured times, for --score.
+struct MeasuredProblem {
+    std::vector<core::TimedConfig> timings;
+    std::optional<double> vendor_ms;
+};
+
+/// `measured`, where given, receives each ranked problem's measured times.
 std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const model::Predictor& predictor,
-                                               const std::string& model_path) {
+                                               const std::string& model_path,
+                                               std::vector<MeasuredProblem>* measured = nullptr) {
     const auto dataset = core::load_dataset_any(o.dataset, o.file_extensions)
                              .filter(optional_filter(o.hardware_name), optional_filter(o.op_name));
     if (dataset.num_problems() == 0) {
@@ -248,8 +264,17 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
             problem.forms.push_back({std::move(form), std::move(form_configs)});
         }
         ranked.push_back(std::move(problem));
+        if (measured) measured->push_back({group.timings, group.reference_ms});
     }
     return ranked;
+}
+
+void print_score(const model::TableScore& s) {
+    std::cout << fmt::format(
+        "score on the dataset's times (best / the table's, Inductor keeping a table's fastest entry): "
+        "{} problems, geomean {:.4f}, median {:.4f}, 5th percentile {:.3f}, worst {:.3f}, {} under 0.85; "
+        "{} tables of two or more entries (autotuned), {:.2f} entries per table\n",
+        s.problems, s.geomean, s.median, s.p5, s.worst, s.below_85, s.timed, s.entries_per_table);
 }
 
 int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
@@ -316,6 +341,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
                                    "one of the two");
         }
     }
+    if (o.score && o.dataset.empty()) throw core::InputError("--score", "needs --dataset (measured times)");
     if (o.runner_up_within_percent) {
         if (!o.with_aten) throw core::InputError("--runner-up-within", "needs --with-aten");
         if (o.top_k != 1) throw core::InputError("--runner-up-within", "needs --top-k 1");
@@ -327,7 +353,9 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         throw core::InputError(o.aten_rule_option(),
                                model_path + " predicts no ATen times (trained with --no-vendor-rows)");
     }
-    auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path) : rank_shapeset(o, predictor, global);
+    std::vector<MeasuredProblem> measured;
+    auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path, o.score ? &measured : nullptr)
+                                     : rank_shapeset(o, predictor, global);
     std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0, runner_ups = 0;
     // Without a pairing rule a --with-aten top-1 table always pairs the pick with ATen.
     const bool every_table_paired = o.with_aten && !o.aten_by_rule() && o.top_k == 1;
@@ -397,6 +425,14 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.paired_compile_margin_percent) {
         std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent
                   << ": a lighter kernel in the pair with ATen on " << paired_moves << " problems\n";
+    }
+    if (o.score) {
+        std::vector<model::TableOutcome> outcomes;
+        for (std::size_t i = 0; i < ranked.size(); ++i) {
+            outcomes.push_back(model::table_outcome(ranked[i].configs, measured[i].timings, measured[i].vendor_ms,
+                                                    lut.with_aten));
+        }
+        print_score(model::score_tables(outcomes));
     }
     if (o.runner_up_within_percent) {
         std::cout << "--runner-up-within " << *o.runner_up_within_percent

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -262,6 +264,63 @@ bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedCon
     if (others.front().predicted_ms > pick->predicted_ms * (1.0 + margin)) return false;
     table.insert(std::next(pick), others.front());
     return true;
+}
+
+TableOutcome table_outcome(const std::vector<RankedConfig>& table, const std::vector<core::TimedConfig>& measured,
+                           std::optional<double> vendor_ms, bool vendor_added) {
+    constexpr double kNone = std::numeric_limits<double>::infinity();
+    TableOutcome outcome{vendor_ms.value_or(kNone), kNone, table.size()};
+    for (const auto& timed : measured) outcome.best_ms = std::min(outcome.best_ms, timed.time_ms);
+    bool vendor_in_table = false;
+    for (const auto& entry : table) {
+        const auto timed = std::find_if(measured.begin(), measured.end(),
+                                        [&](const core::TimedConfig& t) { return t.config == entry.config; });
+        const bool vendor = collect::is_reference_config(entry.config);
+        vendor_in_table |= vendor;
+        if (timed != measured.end()) {
+            outcome.offered_ms = std::min(outcome.offered_ms, timed->time_ms);
+        } else if (vendor && vendor_ms) {
+            outcome.offered_ms = std::min(outcome.offered_ms, *vendor_ms);
+        } else {
+            throw core::Error("--score", "table entry " + entry.config.name + " has no measured time");
+        }
+    }
+    if (vendor_added && !vendor_in_table) {
+        if (!vendor_ms) throw core::Error("--score", "the vendor entry the table adds has no measured time");
+        outcome.offered_ms = std::min(outcome.offered_ms, *vendor_ms);
+        ++outcome.entries;
+    }
+    if (outcome.entries == 0) throw core::Error("--score", "an empty table");
+    return outcome;
+}
+
+TableScore score_tables(const std::vector<TableOutcome>& outcomes) {
+    TableScore score;
+    score.problems = outcomes.size();
+    if (outcomes.empty()) {
+        score.geomean = score.median = score.p5 = score.worst = score.entries_per_table =
+            std::numeric_limits<double>::quiet_NaN();
+        return score;
+    }
+    std::vector<double> fractions;
+    double log_sum = 0.0, entries = 0.0;
+    for (const auto& o : outcomes) {
+        const double fraction = o.best_ms / o.offered_ms;
+        fractions.push_back(fraction);
+        log_sum += std::log(fraction);
+        entries += static_cast<double>(o.entries);
+        score.below_85 += fraction < 0.85;
+        score.timed += o.entries >= 2;
+    }
+    std::sort(fractions.begin(), fractions.end());
+    const auto n = fractions.size();
+    score.geomean = std::exp(log_sum / static_cast<double>(n));
+    score.median = n % 2 ? fractions[n / 2] : 0.5 * (fractions[n / 2 - 1] + fractions[n / 2]);
+    // Nearest rank: the ceil(0.05 n)-th smallest.
+    score.p5 = fractions[static_cast<std::size_t>(std::ceil(0.05 * static_cast<double>(n))) - 1];
+    score.worst = fractions.front();
+    score.entries_per_table = entries / static_cast<double>(n);
+    return score;
 }
 
 std::string inductor_template_id(const std::string& op_key) {

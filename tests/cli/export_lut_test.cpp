@@ -324,6 +324,28 @@ TEST_F(ExportLutCli, RunnerUpWithinAddsAKernelAfterThePick) {
     EXPECT_EQ(without_rule.table, wide.table);
 }
 
+// --score: a table that offers every measured config (and ATen) gets the best time on every
+// problem; a top-1 table at most that.
+TEST_F(ExportLutCli, ScoreRatesTablesOnTheDatasetsTimes) {
+    const auto every = export_table("every.json", {"--dataset", sample_dataset(), "--top-k", "1000", "--with-aten",
+                                                   "--score"});
+    ASSERT_EQ(every.result.exit_code, 0) << every.result.err;
+    EXPECT_NE(every.result.out.find("5 problems, geomean 1.0000, median 1.0000, 5th percentile 1.000, worst 1.000, "
+                                    "0 under 0.85; 5 tables of two or more entries"),
+              std::string::npos)
+        << every.result.out;
+    const auto top1 = export_table("top1.json", {"--dataset", sample_dataset(), "--top-k", "1", "--score"});
+    ASSERT_EQ(top1.result.exit_code, 0) << top1.result.err;
+    const auto at = top1.result.out.find("5 problems, geomean ");
+    ASSERT_NE(at, std::string::npos) << top1.result.out;
+    const double geomean = std::stod(top1.result.out.substr(at + 20));
+    EXPECT_GT(geomean, 0.0);
+    EXPECT_LE(geomean, 1.0);
+    EXPECT_NE(top1.result.out.find("0 tables of two or more entries (autotuned), 1.00 entries per table"),
+              std::string::npos)
+        << top1.result.out;
+}
+
 // --aten-alone-gemv: where M = 1 and the model ranks ATen first, ATen alone; every other
 // table stays the pair a --with-aten top-1 table is.
 TEST_F(ExportLutCli, AtenAloneGemvLeavesAtenAloneWhereRankedFirst) {
@@ -436,6 +458,7 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--runner-up-within", "5"},
         {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--runner-up-within", "5"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--runner-up-within", "-5"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--score"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

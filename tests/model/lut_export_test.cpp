@@ -2,6 +2,7 @@
 
 #include "matmul_toolkit/model/lut_export.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 #include <unistd.h>
@@ -344,6 +345,55 @@ TEST(InductorLut, RunnerUpJoinsOnlyAPairWithinTheMargin) {
     // No other kernel config in the ranking.
     table = pair;
     EXPECT_FALSE(add_runner_up(table, {{heavy, 1.0}, {aten, 1.02}}, 1.0, 4096));
+}
+
+// --score: a table gets its fastest entry's measured time; ATen counts where the table
+// holds it or the writer adds it.
+TEST(TableScore, ATableGetsItsFastestEntry) {
+    const auto a = tile("a", 64, 64, 4), b = tile("b", 128, 64, 4), c = tile("c", 32, 32, 4), aten = named("aten_mm");
+    const std::vector<core::TimedConfig> measured{{a, 2.0}, {b, 1.0}, {c, 4.0}};
+    auto outcome = table_outcome({{a, 1.0}}, measured, 1.5);
+    EXPECT_DOUBLE_EQ(outcome.best_ms, 1.0);
+    EXPECT_DOUBLE_EQ(outcome.offered_ms, 2.0);
+    EXPECT_EQ(outcome.entries, 1u);
+    outcome = table_outcome({{a, 1.0}, {b, 1.1}}, measured, 1.5);
+    EXPECT_DOUBLE_EQ(outcome.offered_ms, 1.0);
+    EXPECT_EQ(outcome.entries, 2u);
+    // ATen: from the vendor time where no measured row is named so, and the best where faster.
+    outcome = table_outcome({{c, 1.0}, {aten, 1.2}}, measured, 0.5);
+    EXPECT_DOUBLE_EQ(outcome.best_ms, 0.5);
+    EXPECT_DOUBLE_EQ(outcome.offered_ms, 0.5);
+    // Added by the writer: one entry more, and its time counts.
+    outcome = table_outcome({{c, 1.0}}, measured, 1.5, true);
+    EXPECT_DOUBLE_EQ(outcome.offered_ms, 1.5);
+    EXPECT_EQ(outcome.entries, 2u);
+    outcome = table_outcome({{c, 1.0}, {aten, 1.2}}, measured, 1.5, true);
+    EXPECT_EQ(outcome.entries, 2u);
+    // An entry nobody measured is an error, not a silent guess.
+    EXPECT_THROW(table_outcome({{tile("d", 16, 16, 2), 1.0}}, measured, 1.5), core::Error);
+    EXPECT_THROW(table_outcome({{aten, 1.0}}, measured, std::nullopt), core::Error);
+    EXPECT_THROW(table_outcome({{a, 1.0}}, measured, std::nullopt, true), core::Error);
+}
+
+TEST(TableScore, AggregatesOverProblems) {
+    // Fractions best / offered: 1, 0.5, 0.8, 1.
+    const std::vector<TableOutcome> outcomes{{1.0, 1.0, 1}, {1.0, 2.0, 2}, {0.8, 1.0, 3}, {2.0, 2.0, 2}};
+    const auto score = score_tables(outcomes);
+    EXPECT_EQ(score.problems, 4u);
+    EXPECT_NEAR(score.geomean, std::pow(0.5 * 0.8, 0.25), 1e-12);
+    EXPECT_DOUBLE_EQ(score.median, 0.9);
+    EXPECT_DOUBLE_EQ(score.worst, 0.5);
+    EXPECT_DOUBLE_EQ(score.p5, 0.5);  // nearest rank: the first of 4
+    EXPECT_EQ(score.below_85, 2u);
+    EXPECT_EQ(score.timed, 3u);
+    EXPECT_DOUBLE_EQ(score.entries_per_table, 2.0);
+    // Forty problems: the 5th percentile is the second worst.
+    std::vector<TableOutcome> forty(40, TableOutcome{1.0, 1.0, 1});
+    forty[3].offered_ms = 4.0;
+    forty[7].offered_ms = 2.0;
+    EXPECT_DOUBLE_EQ(score_tables(forty).p5, 0.5);
+    EXPECT_DOUBLE_EQ(score_tables(forty).worst, 0.25);
+    EXPECT_TRUE(std::isnan(score_tables({}).geomean));
 }
 
 TEST(InductorLut, DeviceKeysUseTheHardwareNameOrAnOverride) {

@@ -129,6 +129,37 @@ bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedCon
 bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedConfig>& ranked, double margin,
                    std::int64_t k, bool vendor_added = false);
 
+/// A table on one problem's measured times (export-lut --score).
+struct TableOutcome {
+    double best_ms = 0.0;     ///< the problem's best measured time, vendor entry included
+    double offered_ms = 0.0;  ///< the fastest measured time among the table's entries
+    std::size_t entries = 0;  ///< entries the table offers
+};
+
+/// The outcome of `table` on `measured` (a problem's timed configs) and `vendor_ms` (its
+/// fastest vendor entry's time, where measured): Inductor times every entry of a table of
+/// two or more and keeps the fastest, so a table gets its fastest entry's time. With
+/// `vendor_added` the writer adds the vendor entry (InductorLutOptions::with_aten). Throws
+/// core::Error when an entry has no measured time.
+TableOutcome table_outcome(const std::vector<RankedConfig>& table, const std::vector<core::TimedConfig>& measured,
+                           std::optional<double> vendor_ms, bool vendor_added = false);
+
+/// Tables scored over problems by best_ms / offered_ms (1: the best config; the share of the
+/// best's speed a user gets).
+struct TableScore {
+    std::size_t problems = 0;
+    double geomean = 0.0;
+    double median = 0.0;
+    double p5 = 0.0;  ///< 5th percentile, nearest rank: all but a twentieth of problems do better
+    double worst = 0.0;
+    std::size_t below_85 = 0;  ///< problems under 0.85 of the best
+    std::size_t timed = 0;     ///< tables of two or more entries, which Inductor autotunes
+    double entries_per_table = 0.0;
+};
+
+/// Aggregates outcomes; NaN scores for none.
+TableScore score_tables(const std::vector<TableOutcome>& outcomes);
+
 enum class LutFormat { inductor, diode };
 
 /// "inductor" | "diode"; throws core::InputError("--lut-format", ...) otherwise.
