@@ -342,6 +342,9 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         }
     }
     if (o.score && o.dataset.empty()) throw core::InputError("--score", "needs --dataset (measured times)");
+    if (o.score && format != model::LutFormat::inductor) {
+        throw core::InputError("--score", "rates Inductor tables (--lut-format inductor), as Inductor runs them");
+    }
     if (o.runner_up_within_percent) {
         if (!o.with_aten) throw core::InputError("--runner-up-within", "needs --with-aten");
         if (o.top_k != 1) throw core::InputError("--runner-up-within", "needs --top-k 1");
@@ -429,8 +432,9 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.score) {
         std::vector<model::TableOutcome> outcomes;
         for (std::size_t i = 0; i < ranked.size(); ++i) {
-            outcomes.push_back(model::table_outcome(ranked[i].configs, measured[i].timings, measured[i].vendor_ms,
-                                                    lut.with_aten));
+            const auto& table = ranked[i].configs;
+            outcomes.push_back(model::table_outcome(table, measured[i].timings, measured[i].vendor_ms,
+                                                    model::inductor_table_adds_vendor(table, lut.with_aten)));
         }
         print_score(model::score_tables(outcomes));
     }

@@ -110,7 +110,7 @@ ordered_json inductor_entries(const std::string& op_key, const std::vector<Ranke
         if (padded_k) config.even_k = *padded_k % config.block_k == 0;
         entries.push_back(inductor_entry(template_id, config));
     }
-    if ((configs.size() > 1 || with_aten) && !aten)
+    if (!aten && inductor_table_adds_vendor(configs, with_aten))
         for (const auto& id : inductor_aten_ids(op_key)) entries.push_back({{"template_id", id}});
     return entries;
 }
@@ -264,6 +264,13 @@ bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedCon
     if (others.front().predicted_ms > pick->predicted_ms * (1.0 + margin)) return false;
     table.insert(std::next(pick), others.front());
     return true;
+}
+
+bool inductor_table_adds_vendor(const std::vector<RankedConfig>& configs, bool with_aten) {
+    const bool holds_vendor = std::any_of(configs.begin(), configs.end(), [](const RankedConfig& r) {
+        return collect::is_reference_config(r.config);
+    });
+    return !holds_vendor && (configs.size() > 1 || with_aten);
 }
 
 TableOutcome table_outcome(const std::vector<RankedConfig>& table, const std::vector<core::TimedConfig>& measured,

@@ -344,6 +344,13 @@ TEST_F(ExportLutCli, ScoreRatesTablesOnTheDatasetsTimes) {
     EXPECT_NE(top1.result.out.find("0 tables of two or more entries (autotuned), 1.00 entries per table"),
               std::string::npos)
         << top1.result.out;
+    // A top-2 table holds the top-1 table's pick, and ATen, which Inductor adds to every
+    // table of several configs: never worse.
+    const auto top2 = export_table("top2.json", {"--dataset", sample_dataset(), "--top-k", "2", "--score"});
+    const auto at2 = top2.result.out.find("5 problems, geomean ");
+    ASSERT_NE(at2, std::string::npos) << top2.result.out;
+    EXPECT_GE(std::stod(top2.result.out.substr(at2 + 20)), geomean);
+    EXPECT_NE(top2.result.out.find("5 tables of two or more entries"), std::string::npos) << top2.result.out;
 }
 
 // --aten-alone-gemv: where M = 1 and the model ranks ATen first, ATen alone; every other
@@ -459,6 +466,7 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--runner-up-within", "5"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--runner-up-within", "-5"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--score"},
+        {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--lut-format", "diode", "--score"},
     };
     for (const auto& args : cases) {
         const auto result = run(args);

@@ -375,6 +375,15 @@ TEST(TableScore, ATableGetsItsFastestEntry) {
     EXPECT_THROW(table_outcome({{a, 1.0}}, measured, std::nullopt, true), core::Error);
 }
 
+TEST(TableScore, SeveralConfigsOrWithAtenAddTheVendorEntry) {
+    const auto a = tile("a", 64, 64, 4), b = tile("b", 128, 64, 4), aten = named("aten_mm");
+    EXPECT_FALSE(inductor_table_adds_vendor({{a, 1.0}}, false));
+    EXPECT_TRUE(inductor_table_adds_vendor({{a, 1.0}}, true));
+    EXPECT_TRUE(inductor_table_adds_vendor({{a, 1.0}, {b, 1.1}}, false));
+    EXPECT_FALSE(inductor_table_adds_vendor({{a, 1.0}, {aten, 1.1}}, true));  // held already
+    EXPECT_FALSE(inductor_table_adds_vendor({{aten, 1.0}}, true));
+}
+
 TEST(TableScore, AggregatesOverProblems) {
     // Fractions best / offered: 1, 0.5, 0.8, 1.
     const std::vector<TableOutcome> outcomes{{1.0, 1.0, 1}, {1.0, 2.0, 2}, {0.8, 1.0, 3}, {2.0, 2.0, 2}};

@@ -136,10 +136,15 @@ struct TableOutcome {
     std::size_t entries = 0;  ///< entries the table offers
 };
 
+/// Whether an Inductor table written from `configs` offers ATen although they do not hold
+/// the vendor entry: a table of several configs always does (Inductor needs an extern
+/// kernel to fall back on), a single config with `with_aten` (InductorLutOptions::with_aten).
+bool inductor_table_adds_vendor(const std::vector<RankedConfig>& configs, bool with_aten);
+
 /// The outcome of `table` on `measured` (a problem's timed configs) and `vendor_ms` (its
 /// fastest vendor entry's time, where measured): Inductor times every entry of a table of
 /// two or more and keeps the fastest, so a table gets its fastest entry's time. With
-/// `vendor_added` the writer adds the vendor entry (InductorLutOptions::with_aten). Throws
+/// `vendor_added` the writer adds the vendor entry (inductor_table_adds_vendor). Throws
 /// core::Error when an entry has no measured time.
 TableOutcome table_outcome(const std::vector<RankedConfig>& table, const std::vector<core::TimedConfig>& measured,
                            std::optional<double> vendor_ms, bool vendor_added = false);
