@@ -51,13 +51,6 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     return cov / std::sqrt(va * vb);
 }
 
-/// The smallest value with at least `fraction` of the values at or below it.
-double nearest_rank_percentile(std::vector<double> values, double fraction) {
-    if (values.empty()) return kNaN;
-    std::sort(values.begin(), values.end());
-    const auto rank = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(values.size())));
-    return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
-}
 
 /// Accumulates the metrics of one group (an op, or everything).
 struct Accumulator {
@@ -232,6 +225,13 @@ std::string pick_name(const core::GemmConfig& c) {
 }
 
 }  // namespace
+
+double nearest_rank_percentile(std::vector<double> values, double fraction) {
+    if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+    std::sort(values.begin(), values.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(values.size())));
+    return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
 
 EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
                                       const std::vector<std::vector<double>>& predicted_log_ms,

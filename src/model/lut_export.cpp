@@ -11,6 +11,7 @@
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/evaluator.hpp"
 
 namespace mmt::model {
 namespace {
@@ -323,8 +324,7 @@ TableScore score_tables(const std::vector<TableOutcome>& outcomes) {
     const auto n = fractions.size();
     score.geomean = std::exp(log_sum / static_cast<double>(n));
     score.median = n % 2 ? fractions[n / 2] : 0.5 * (fractions[n / 2 - 1] + fractions[n / 2]);
-    // Nearest rank: the ceil(0.05 n)-th smallest.
-    score.p5 = fractions[static_cast<std::size_t>(std::ceil(0.05 * static_cast<double>(n))) - 1];
+    score.p5 = nearest_rank_percentile(fractions, 0.05);
     score.worst = fractions.front();
     score.entries_per_table = entries / static_cast<double>(n);
     return score;

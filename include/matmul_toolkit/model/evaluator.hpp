@@ -21,6 +21,10 @@ inline constexpr std::array<int, 3> kTopK{1, 5, 10};
 /// where the model predicts the two within this fraction of each other.
 inline constexpr std::array<double, 4> kAtenMargins{0.1, 0.25, 0.5, 1.0};
 
+/// The smallest value with at least `fraction` of the values at or below it (nearest rank);
+/// NaN for none.
+double nearest_rank_percentile(std::vector<double> values, double fraction);
+
 /// Metrics over a set of rows and the problems they belong to. A metric that is not
 /// defined for the data (R² with constant actual times, Spearman with one config per
 /// problem) is NaN, written as null in JSON.
