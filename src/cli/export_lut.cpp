@@ -5,6 +5,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "command.hpp"
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/dataset_stats.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/config_ranker.hpp"
 #include "matmul_toolkit/model/default_model.hpp"
@@ -269,12 +271,49 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
     return ranked;
 }
 
-void print_score(const model::TableScore& s) {
+/// Problems --score lists by name: the ones that lose most.
+constexpr std::size_t kWorstScored = 5;
+
+/// --score: the tables rated on the dataset's times, then the problems that lose most, each
+/// with its table and its best measured config.
+void print_score(const std::vector<model::RankedProblem>& ranked, const std::vector<MeasuredProblem>& measured,
+                 bool with_aten) {
+    std::vector<model::TableOutcome> outcomes;
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+        const auto& table = ranked[i].configs;
+        outcomes.push_back(model::table_outcome(table, measured[i].timings, measured[i].vendor_ms,
+                                                model::inductor_table_adds_vendor(table, with_aten)));
+    }
+    const auto s = model::score_tables(outcomes);
     std::cout << fmt::format(
         "score on the dataset's times (best / the table's, Inductor keeping a table's fastest entry): "
         "{} problems, geomean {:.4f}, median {:.4f}, 5th percentile {:.3f}, worst {:.3f}, {} under 0.85; "
         "{} tables of two or more entries (autotuned), {:.2f} entries per table\n",
         s.problems, s.geomean, s.median, s.p5, s.worst, s.below_85, s.timed, s.entries_per_table);
+
+    std::vector<std::size_t> order(outcomes.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const auto fraction = [&](std::size_t i) { return outcomes[i].best_ms / outcomes[i].offered_ms; };
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return fraction(a) < fraction(b); });
+    order.resize(std::min(order.size(), kWorstScored));
+    if (!order.empty()) std::cout << "the problems that lose most (best / the table's):\n";
+    for (const std::size_t i : order) {
+        const auto& problem = ranked[i];
+        std::string table;
+        for (const auto& entry : problem.configs) table += (table.empty() ? "" : ", ") + core::config_label(entry.config);
+        if (model::inductor_table_adds_vendor(problem.configs, with_aten)) table += ", ATen";
+        std::string best = "ATen";
+        double best_ms = measured[i].vendor_ms.value_or(std::numeric_limits<double>::infinity());
+        for (const auto& timed : measured[i].timings) {
+            if (timed.time_ms <= best_ms) {  // on a tie the vendor row's own name
+                best_ms = timed.time_ms;
+                best = core::config_label(timed.config);
+            }
+        }
+        std::cout << fmt::format("  {:.3f}  {} {} {}: table [{}] {:.4g} ms; best {} {:.4g} ms\n", fraction(i),
+                                 problem.op, problem.shape.M_dtype, core::shape_label(problem.shape), table,
+                                 outcomes[i].offered_ms, best, best_ms);
+    }
 }
 
 int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
@@ -429,15 +468,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent
                   << ": a lighter kernel in the pair with ATen on " << paired_moves << " problems\n";
     }
-    if (o.score) {
-        std::vector<model::TableOutcome> outcomes;
-        for (std::size_t i = 0; i < ranked.size(); ++i) {
-            const auto& table = ranked[i].configs;
-            outcomes.push_back(model::table_outcome(table, measured[i].timings, measured[i].vendor_ms,
-                                                    model::inductor_table_adds_vendor(table, lut.with_aten)));
-        }
-        print_score(model::score_tables(outcomes));
-    }
+    if (o.score) print_score(ranked, measured, lut.with_aten);
     if (o.runner_up_within_percent) {
         std::cout << "--runner-up-within " << *o.runner_up_within_percent
                   << ": a second kernel config beside the pair on " << runner_ups << " problems\n";

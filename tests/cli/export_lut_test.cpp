@@ -2,6 +2,7 @@
 // torch-diode Table from a dataset, device keys, bad input.
 
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -334,6 +335,19 @@ TEST_F(ExportLutCli, ScoreRatesTablesOnTheDatasetsTimes) {
                                     "0 under 0.85; 5 tables of two or more entries"),
               std::string::npos)
         << every.result.out;
+    // The problems listed as losing most: here none loses anything.
+    const auto listed = every.result.out.find("the problems that lose most (best / the table's):\n");
+    ASSERT_NE(listed, std::string::npos) << every.result.out;
+    std::istringstream lines(every.result.out.substr(listed));
+    std::string line;
+    std::getline(lines, line);
+    int problems = 0;
+    while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+        EXPECT_EQ(line.rfind("  1.000  ", 0), 0u) << line;
+        EXPECT_NE(line.find(": table ["), std::string::npos) << line;
+        ++problems;
+    }
+    EXPECT_EQ(problems, 5);
     const auto top1 = export_table("top1.json", {"--dataset", sample_dataset(), "--top-k", "1", "--score"});
     ASSERT_EQ(top1.result.exit_code, 0) << top1.result.err;
     const auto at = top1.result.out.find("5 problems, geomean ");
@@ -350,6 +364,12 @@ TEST_F(ExportLutCli, ScoreRatesTablesOnTheDatasetsTimes) {
     const auto at2 = top2.result.out.find("5 problems, geomean ");
     ASSERT_NE(at2, std::string::npos) << top2.result.out;
     EXPECT_GE(std::stod(top2.result.out.substr(at2 + 20)), geomean);
+    // The first problem listed is the worst.
+    const auto worst_at = top1.result.out.find("worst ");
+    const auto first_at = top1.result.out.find("(best / the table's):\n  ");
+    ASSERT_NE(worst_at, std::string::npos);
+    ASSERT_NE(first_at, std::string::npos);
+    EXPECT_EQ(top1.result.out.substr(worst_at + 6, 5), top1.result.out.substr(first_at + 24, 5)) << top1.result.out;
     EXPECT_NE(top2.result.out.find("5 tables of two or more entries"), std::string::npos) << top2.result.out;
 }
 
