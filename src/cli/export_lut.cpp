@@ -153,8 +153,8 @@ struct ExportLutOptions {
                      "With --dataset: also score the tables on the dataset's measured times, as Inductor "
                      "would run them (every entry of a table of two or more timed, the fastest kept): "
                      "per problem the best measured time / the table's; prints the geomean, median, 5th "
-                     "percentile and worst over problems, how many fall under 0.85, and how many tables "
-                     "Inductor would autotune. On problems the model never saw, what the rules would "
+                     "percentile and worst over problems, how many fall under 0.85, how many tables "
+                     "Inductor would autotune, and the five problems that lose most. On problems the model never saw, what the rules would "
                      "achieve, without a GPU");
     }
 };
@@ -468,11 +468,11 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent
                   << ": a lighter kernel in the pair with ATen on " << paired_moves << " problems\n";
     }
-    if (o.score) print_score(ranked, measured, lut.with_aten);
     if (o.runner_up_within_percent) {
         std::cout << "--runner-up-within " << *o.runner_up_within_percent
                   << ": a second kernel config beside the pair on " << runner_ups << " problems\n";
     }
+    if (o.score) print_score(ranked, measured, lut.with_aten);  // last: the rules' counts come first
     return core::kExitOk;
 }
 
