@@ -256,13 +256,15 @@ bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedCon
     const auto vendors = std::count_if(table.begin(), table.end(), is_vendor);
     if (table.size() - vendors != 1 || (vendors == 0 && !vendor_added)) return false;
     const auto pick = std::find_if_not(table.begin(), table.end(), is_vendor);
+    // Only configs within the margin of the pick itself: the lightest within the margin of
+    // the second best could be slower than that.
+    const double limit = pick->predicted_ms * (1.0 + margin);
     std::vector<RankedConfig> others;
     for (const auto& r : ranked) {
-        if (!is_vendor(r) && !(r.config == pick->config)) others.push_back(r);
+        if (!is_vendor(r) && !(r.config == pick->config) && r.predicted_ms <= limit) others.push_back(r);
     }
     if (others.empty()) return false;
     prefer_fast_compile(others, margin, k);
-    if (others.front().predicted_ms > pick->predicted_ms * (1.0 + margin)) return false;
     table.insert(std::next(pick), others.front());
     return true;
 }

@@ -324,6 +324,12 @@ TEST(InductorLut, RunnerUpJoinsOnlyAPairWithinTheMargin) {
     table = pair;
     EXPECT_TRUE(add_runner_up(table, ranked, 0.10, 4096));
     EXPECT_EQ(names(table), (Names{"heavy", "light", "aten_mm"}));
+    // The lightest within the margin of the second best (lighter, 1.08) is outside the
+    // pick's margin: the lightest within the pick's margin joins instead.
+    const std::vector<RankedConfig> spread{{heavy, 1.0}, {aten, 1.02}, {light, 1.04}, {lighter, 1.08}};
+    table = pair;
+    EXPECT_TRUE(add_runner_up(table, spread, 0.05, 768));
+    EXPECT_EQ(names(table), (Names{"heavy", "light", "aten_mm"}));
     // ATen first in the pair: the runner-up still follows the kernel pick.
     table = {{aten, 0.9}, {heavy, 1.0}};
     EXPECT_TRUE(add_runner_up(table, ranked, 0.05, 4096));
