@@ -259,9 +259,15 @@ bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedCon
     // Only configs within the margin of the pick itself: the lightest within the margin of
     // the second best could be slower than that.
     const double limit = pick->predicted_ms * (1.0 + margin);
+    // Where K makes heavy kernels compile slowly, one heavy kernel per table is enough: a
+    // second one cost up to 3 s of compile per problem on the transformer shapes.
+    const bool slow_compile = k > kLongestCheapK && k <= kLongestUnrolledK;
+    const bool heavy_pick = slow_compile && accumulator_registers(pick->config) >= kHeavyAccumulatorRegisters;
     std::vector<RankedConfig> others;
     for (const auto& r : ranked) {
-        if (!is_vendor(r) && !(r.config == pick->config) && r.predicted_ms <= limit) others.push_back(r);
+        if (is_vendor(r) || r.config == pick->config || r.predicted_ms > limit) continue;
+        if (heavy_pick && accumulator_registers(r.config) >= kHeavyAccumulatorRegisters) continue;
+        others.push_back(r);
     }
     if (others.empty()) return false;
     prefer_fast_compile(others, margin, k);

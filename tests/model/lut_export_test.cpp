@@ -330,6 +330,15 @@ TEST(InductorLut, RunnerUpJoinsOnlyAPairWithinTheMargin) {
     table = pair;
     EXPECT_TRUE(add_runner_up(table, spread, 0.05, 768));
     EXPECT_EQ(names(table), (Names{"heavy", "light", "aten_mm"}));
+    // A heavy pick (128 registers) where K compiles slowly: no second heavy kernel.
+    const auto heavy_too = tile("heavy_too", 128, 128, 4);
+    const std::vector<RankedConfig> two_heavy{{heavy, 1.0}, {aten, 1.02}, {heavy_too, 1.01}};
+    table = pair;
+    EXPECT_FALSE(add_runner_up(table, two_heavy, 0.05, 768));
+    EXPECT_EQ(names(table), (Names{"heavy", "aten_mm"}));
+    table = pair;
+    EXPECT_TRUE(add_runner_up(table, two_heavy, 0.05, 4096));
+    EXPECT_EQ(names(table), (Names{"heavy", "heavy_too", "aten_mm"}));
     // ATen first in the pair: the runner-up still follows the kernel pick.
     table = {{aten, 0.9}, {heavy, 1.0}};
     EXPECT_TRUE(add_runner_up(table, ranked, 0.05, 4096));

@@ -100,6 +100,11 @@ inline constexpr std::int64_t kLongestUnrolledK = 2048;
 /// and 256 (up to 1.3 s for K = 512).
 inline constexpr std::int64_t kLongestCheapK = 256;
 
+/// Accumulator registers from which a kernel counts as heavy to compile where K lies above
+/// kLongestCheapK and at most at kLongestUnrolledK: on the H200 a 128x128 tile on 4 warps
+/// (128 registers) took 2.6-3.2 s to compile for K = 768, a 64x128 one (64) 0.7-1.4 s.
+inline constexpr int kHeavyAccumulatorRegisters = 128;
+
 /// `--compile-margin`: moves to the place of the first kernel config of a best-first ranking
 /// the kernel config, among those predicted within the factor 1 + `margin` of it, with the
 /// fewest accumulator registers per thread (the fastest predicted of those tied), so that a
@@ -125,7 +130,8 @@ bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedCon
 /// `ranked` (a best-first ranking) predicted within the factor 1 + `margin` of the pick, so
 /// that Inductor times it too: a near-tie is settled by measuring, not by the model. Where K
 /// makes register-heavy kernels compile slowly (prefer_fast_compile), the one with the fewest
-/// accumulator registers among those within the margin. Returns whether a config was added.
+/// accumulator registers among those within the margin, and, where the pick is heavy
+/// (kHeavyAccumulatorRegisters), only a lighter one. Returns whether a config was added.
 bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedConfig>& ranked, double margin,
                    std::int64_t k, bool vendor_added = false);
 
