@@ -24,7 +24,9 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    --paired-compile-margin P: that margin where the table pairs the pick with ATen; +aloneTus adds
    --aten-alone-from T: ATen alone where predicted faster at T µs or more; +gemv adds
    --aten-alone-gemv: ATen alone where M = 1 and predicted fastest; +runnerP adds
-   --runner-up-within P: a pair also offers the best other kernel within P %; a final +noepi
+   --runner-up-within P: a pair also offers the best other kernel within P %; +heavyP adds
+   --heavy-pick-alone P: a heavy pick predicted more than P % faster than ATen alone where K
+   compiles slowly; a final +noepi
    compiles with that table and Inductor's benchmark_epilogue_fusion off, +precompile with
    Inductor's parallel precompile of the table's hits, which use_table skips). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
@@ -292,14 +294,17 @@ def table_size(text: str) -> tuple[int, bool, list[str]]:
     config within P % of the best) and, with 1+aten, "+pairedP" (--paired-compile-margin P:
     that margin where the table pairs the pick with ATen), "+aloneTus" (--aten-alone-from
     T: ATen alone where predicted faster and at T µs or more), "+gemv" (--aten-alone-gemv:
-    ATen alone where M = 1 and predicted fastest) and "+runnerP" (--runner-up-within P: a
-    pair also offers the best other kernel config within P % of the pick). The third item:
-    export-lut's extra arguments."""
+    ATen alone where M = 1 and predicted fastest), "+runnerP" (--runner-up-within P: a
+    pair also offers the best other kernel config within P % of the pick) and, with
+    1+aten@, "+heavyP" (--heavy-pick-alone P: where K compiles slowly, a register-heavy pick
+    predicted more than P % faster than ATen stands alone). The third item: export-lut's
+    extra arguments."""
     match = re.fullmatch(rf"([0-9]+)(\+aten(?:@({NUMBER})(%|us)?)?)?(?:\+fast({NUMBER}))?(?:\+paired({NUMBER}))?"
-                         rf"(?:\+alone({NUMBER})us)?(\+gemv)?(?:\+runner({NUMBER}))?", text)
+                         rf"(?:\+alone({NUMBER})us)?(\+gemv)?(?:\+runner({NUMBER}))?(?:\+heavy({NUMBER}))?", text)
     if not match or int(match.group(1)) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not K, K+aten, 1+aten@PERCENT or 1+aten@Tus with K >= 1, "
-                                         "optionally +fastPERCENT, +pairedPERCENT, +aloneTus, +gemv and +runnerPERCENT")
+                                         "optionally +fastPERCENT, +pairedPERCENT, +aloneTus, +gemv, +runnerPERCENT "
+                                         "and +heavyPERCENT")
     extra: list[str] = []
     if match.group(3) is not None:
         if int(match.group(1)) != 1:
@@ -321,6 +326,10 @@ def table_size(text: str) -> tuple[int, bool, list[str]]:
         if int(match.group(1)) != 1 or not match.group(2):
             raise argparse.ArgumentTypeError(f"{text!r}: +runner needs 1+aten")
         extra += ["--runner-up-within", match.group(9)]
+    if match.group(10) is not None:
+        if match.group(3) is None:
+            raise argparse.ArgumentTypeError(f"{text!r}: +heavy needs 1+aten@ (a pairing rule)")
+        extra += ["--heavy-pick-alone", match.group(10)]
     return int(match.group(1)), bool(match.group(2)), extra
 
 
@@ -870,7 +879,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "(--aten-within P), 1+aten@Tus only from T us (--aten-from T)"
                         "; +fastP: --compile-margin P; +pairedP: --paired-compile-margin P; "
                         "+aloneTus: --aten-alone-from T; +gemv: --aten-alone-gemv; "
-                        "+runnerP: --runner-up-within P; a final +noepi "
+                        "+runnerP: --runner-up-within P; +heavyP: --heavy-pick-alone P; a final +noepi "
                         "compiles the table with benchmark_epilogue_fusion off, +precompile with "
                         "Inductor's precompile of table hits (use_table skips it); "
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")

@@ -51,6 +51,7 @@ struct ExportLutOptions {
     std::optional<double> compile_margin_percent;
     std::optional<double> paired_compile_margin_percent;
     std::optional<double> runner_up_within_percent;
+    std::optional<double> heavy_pick_alone_percent;
     bool aten_alone_gemv = false;
     bool score = false;
 
@@ -140,6 +141,13 @@ struct ExportLutOptions {
                        "128x128 tile on 4 warps at K = 768: 11 s on the H200, a 64-register tile 2.1-2.7 s) "
                        "and times ATen beside it, so a lighter pick costs least runtime there; where ATen "
                        "is much slower than the kernels it costs runtime (README, End-to-end)")
+            ->type_name("PCT");
+        cmd.add_option("--heavy-pick-alone", heavy_pick_alone_percent,
+                       "With a pairing rule (--aten-from, ...): on problems with 256 < K <= 2048, where the "
+                       "table pairs a register-heavy kernel pick (128 or more accumulator registers per "
+                       "thread) with ATen and the pick is predicted more than PCT percent faster, the pick "
+                       "stands alone: Inductor compiles a paired pick two or three times, and such a kernel "
+                       "takes 3-4 s to compile there (README, export-lut)")
             ->type_name("PCT");
         cmd.add_option("--runner-up-within", runner_up_within_percent,
                        "With --with-aten and --top-k 1: where the table pairs the kernel pick with ATen "
@@ -364,7 +372,8 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
 
     for (const auto& [option, percent] : {std::pair{"--compile-margin", o.compile_margin_percent},
                                            std::pair{"--paired-compile-margin", o.paired_compile_margin_percent},
-                                           std::pair{"--runner-up-within", o.runner_up_within_percent}}) {
+                                           std::pair{"--runner-up-within", o.runner_up_within_percent},
+                                           std::pair{"--heavy-pick-alone", o.heavy_pick_alone_percent}}) {
         if (percent && (!(*percent >= 0.0) || !std::isfinite(*percent))) {
             throw core::InputError(option, "must be a percentage of 0 or more");
         }
@@ -384,6 +393,9 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.score && format != model::LutFormat::inductor) {
         throw core::InputError("--score", "rates Inductor tables (--lut-format inductor), as Inductor runs them");
     }
+    if (o.heavy_pick_alone_percent && !o.aten_by_rule()) {
+        throw core::InputError("--heavy-pick-alone", "needs a pairing rule (--aten-from, --aten-within, ...)");
+    }
     if (o.runner_up_within_percent) {
         if (!o.with_aten) throw core::InputError("--runner-up-within", "needs --with-aten");
         if (o.top_k != 1) throw core::InputError("--runner-up-within", "needs --top-k 1");
@@ -398,7 +410,8 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     std::vector<MeasuredProblem> measured;
     auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path, o.score ? &measured : nullptr)
                                      : rank_shapeset(o, predictor, global);
-    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0, runner_ups = 0;
+    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0, runner_ups = 0,
+                heavy_alone = 0;
     // Without a pairing rule a --with-aten top-1 table always pairs the pick with ATen.
     const bool every_table_paired = o.with_aten && !o.aten_by_rule() && o.top_k == 1;
     // Where every table is a pair, the paired margin is the only margin.
@@ -406,7 +419,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     const auto margin = paired_margin_only ? o.paired_compile_margin_percent : o.compile_margin_percent;
     // What the rules make of one ranking; every form of a problem gets the same treatment.
     struct Choice {
-        bool margin_move = false, paired_move = false, gemv_alone = false, runner_up = false;
+        bool margin_move = false, paired_move = false, gemv_alone = false, runner_up = false, heavy_alone = false;
     };
     const auto choose = [&](std::vector<model::RankedConfig>& configs, const core::MMShape& shape) {
         Choice choice;
@@ -423,6 +436,9 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
             if (o.paired_compile_margin_percent) {
                 choice.paired_move = model::lighten_paired_pick(configs, std::move(unmoved), pairing,
                                                                 *o.paired_compile_margin_percent / 100.0, shape.K);
+            }
+            if (o.heavy_pick_alone_percent) {
+                choice.heavy_alone = model::unpair_heavy_pick(configs, *o.heavy_pick_alone_percent / 100.0, shape.K);
             }
         } else if (o.with_aten) {
             configs = model::kernel_configs_and_vendor(configs, o.top_k);
@@ -441,6 +457,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
         paired_moves += choice.paired_move;
         gemv_alone += choice.gemv_alone;
         runner_ups += choice.runner_up;
+        heavy_alone += choice.heavy_alone;
         const bool vendor_alone =
             problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
         if (o.aten_by_rule()) {
@@ -463,6 +480,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.compile_margin_percent && !paired_margin_only) {
         std::cout << "--compile-margin " << *o.compile_margin_percent << ": a kernel with fewer accumulator "
                   << "registers put first on " << compile_moves << " problems\n";
+    }
+    if (o.heavy_pick_alone_percent) {
+        std::cout << "--heavy-pick-alone " << *o.heavy_pick_alone_percent
+                  << ": a heavy kernel pick alone instead of beside ATen on " << heavy_alone << " problems\n";
     }
     if (o.paired_compile_margin_percent) {
         std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent

@@ -250,6 +250,17 @@ bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedCon
     return true;
 }
 
+bool unpair_heavy_pick(std::vector<RankedConfig>& table, double margin, std::int64_t k) {
+    if (table.size() != 2 || k <= kLongestCheapK || k > kLongestUnrolledK) return false;
+    const auto& pick = table.front();
+    const auto& vendor = table.back();
+    if (collect::is_reference_config(pick.config) || !collect::is_reference_config(vendor.config)) return false;
+    if (accumulator_registers(pick.config) < kHeavyAccumulatorRegisters) return false;
+    if (vendor.predicted_ms <= pick.predicted_ms * (1.0 + margin)) return false;
+    table.resize(1);
+    return true;
+}
+
 bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedConfig>& ranked, double margin,
                    std::int64_t k, bool vendor_added) {
     const auto is_vendor = [](const RankedConfig& r) { return collect::is_reference_config(r.config); };

@@ -325,6 +325,69 @@ TEST_F(ExportLutCli, RunnerUpWithinAddsAKernelAfterThePick) {
     EXPECT_EQ(without_rule.table, wide.table);
 }
 
+// The transformer shapes whose K lies in (256, 2048] and M >= 2048 (large GEMMs, where the
+// shipped model picks 128x128 tiles), or those whose K lies outside, written into `dir`.
+std::string transformer_shapes_by_k(const fs::path& dir, bool slow_compile) {
+    auto shapeset = nlohmann::json::parse(slurp(std::string(MMT_SOURCE_DIR) + "/data/shapesets/transformer_shapes.json"));
+    for (auto& [op, entry] : shapeset.at("operations").items()) {
+        auto kept = nlohmann::json::array();
+        for (const auto& shape : entry.at("shapes")) {
+            const auto k = shape.at("K").get<std::int64_t>();
+            const bool slow_k = k > 256 && k <= 2048;
+            if (slow_compile ? slow_k && shape.at("M").get<std::int64_t>() >= 2048 : !slow_k) kept.push_back(shape);
+        }
+        entry["shapes"] = kept;
+    }
+    const auto path = dir / (slow_compile ? "transformer_slow_k.json" : "transformer_other_k.json");
+    std::ofstream(path) << shapeset.dump();
+    return path.string();
+}
+
+// --heavy-pick-alone: where K compiles slowly, a pair whose kernel pick is heavy (128 or more
+// accumulator registers) and predicted faster loses its ATen entries; every other table stays.
+TEST_F(ExportLutCli, HeavyPickAloneDropsAtenOnlyBesideHeavyPicks) {
+    // The shipped model, not the suite's tiny one, whose picks on these shapes are light.
+    const auto export_with_shipped_model = [&](const std::string& file, std::vector<std::string> args) {
+        const auto output = *dir / file;
+        args.insert(args.begin(), {"--device", "cpu", "export-lut", "--model",
+                                   std::string(MMT_SOURCE_DIR) + "/data/models/inductor_h200.pt"});
+        args.insert(args.end(), {"--output", output.string()});
+        Exported exported{run_cli(args, *dir / "run"), nullptr};
+        if (exported.result.exit_code == 0) exported.table = nlohmann::json::parse(slurp(output));
+        return exported;
+    };
+    for (const bool slow_compile : {true, false}) {
+        std::vector<std::string> args{"--shapeset", transformer_shapes_by_k(*dir, slow_compile), "--top-k", "1",
+                                      "--with-aten", "--aten-from", "0"};  // pairs every problem
+        const std::string name = slow_compile ? "slow" : "other";
+        const auto paired = export_with_shipped_model(name + "_paired.json", args);
+        args.insert(args.end(), {"--heavy-pick-alone", "0"});
+        const auto alone = export_with_shipped_model(name + "_alone.json", args);
+        ASSERT_EQ(paired.result.exit_code, 0) << paired.result.err;
+        ASSERT_EQ(alone.result.exit_code, 0) << alone.result.err;
+        ASSERT_EQ(alone.table.size(), paired.table.size());
+        std::size_t changed = 0;
+        for (const auto& [key, entries] : paired.table.items()) {
+            const auto& after = alone.table.at(key);
+            if (after == entries) continue;
+            ++changed;
+            ASSERT_EQ(after.size(), 1u) << key;
+            ASSERT_TRUE(entries.front().contains("BLOCK_M")) << key;  // the kernel was predicted faster
+            EXPECT_EQ(after.front(), entries.front()) << key;
+            const auto& pick = after.front();
+            EXPECT_GE(pick["BLOCK_M"].get<int>() * pick["BLOCK_N"].get<int>() / (32 * pick["num_warps"].get<int>()), 128)
+                << key;
+        }
+        // The shipped model picks 128x128 tiles on 4 warps for some of these large GEMMs.
+        if (slow_compile) EXPECT_GT(changed, 0u);
+        if (!slow_compile) EXPECT_EQ(changed, 0u);
+        EXPECT_NE(alone.result.out.find("--heavy-pick-alone 0: a heavy kernel pick alone instead of beside ATen on " +
+                                        std::to_string(changed) + " problems\n"),
+                  std::string::npos)
+            << alone.result.out;
+    }
+}
+
 // --score: a table that offers every measured config (and ATen) gets the best time on every
 // problem; a top-1 table at most that.
 TEST_F(ExportLutCli, ScoreRatesTablesOnTheDatasetsTimes) {
@@ -485,6 +548,9 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--runner-up-within", "5"},
         {"--shapeset", example_shapeset(), "--top-k", "2", "--output", out, "--with-aten", "--runner-up-within", "5"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--runner-up-within", "-5"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--heavy-pick-alone", "5"},
+        {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--with-aten", "--aten-from", "10",
+         "--heavy-pick-alone", "-5"},
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--score"},
         {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--lut-format", "diode", "--score"},
     };

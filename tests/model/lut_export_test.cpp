@@ -3,7 +3,9 @@
 #include "matmul_toolkit/model/lut_export.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -305,6 +307,25 @@ TEST(InductorLut, LightenPairedPickOnlyWherePaired) {
 
 // --runner-up-within: a pair gains the best other kernel config within the margin of its
 // pick, the lightest of those where K makes heavy kernels compile slowly; nothing else does.
+TEST(InductorLut, UnpairHeavyPickOnlyWhereItCompilesSlowly) {
+    const auto heavy = tile("heavy", 128, 128, 4), light = tile("light", 128, 128, 8), aten = named("aten_mm");
+    const std::vector<RankedConfig> pair{{heavy, 1.0}, {aten, 1.2}};
+    auto table = pair;
+    EXPECT_TRUE(unpair_heavy_pick(table, 0.05, 768));
+    EXPECT_EQ(names(table), (Names{"heavy"}));
+    // ATen within the margin, K outside (256, 2048], a lighter pick, ATen first: unchanged.
+    for (const auto& [candidate, margin, k] :
+         {std::tuple{pair, 0.25, std::int64_t{768}}, std::tuple{pair, 0.05, std::int64_t{256}},
+          std::tuple{pair, 0.05, std::int64_t{4096}},
+          std::tuple{std::vector<RankedConfig>{{light, 1.0}, {aten, 1.2}}, 0.05, std::int64_t{768}},
+          std::tuple{std::vector<RankedConfig>{{aten, 0.9}, {heavy, 1.0}}, 0.05, std::int64_t{768}},
+          std::tuple{std::vector<RankedConfig>{{heavy, 1.0}}, 0.05, std::int64_t{768}}}) {
+        table = candidate;
+        EXPECT_FALSE(unpair_heavy_pick(table, margin, k));
+        EXPECT_EQ(names(table), names(candidate));
+    }
+}
+
 TEST(InductorLut, RunnerUpJoinsOnlyAPairWithinTheMargin) {
     const auto heavy = tile("heavy", 128, 128, 4), light = tile("light", 128, 128, 8),
                lighter = tile("lighter", 64, 64, 4), aten = named("aten_mm");

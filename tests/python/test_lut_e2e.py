@@ -39,6 +39,9 @@ _spec.loader.exec_module(lut_e2e)
      (1, True, ["--aten-from", "15", "--compile-margin", "5", "--aten-alone-from", "60", "--aten-alone-gemv",
                 "--runner-up-within", "5"])),
     ("1+aten+runner2.5", (1, True, ["--runner-up-within", "2.5"])),
+    ("1+aten@10us+fast5+alone100us+gemv+runner5+heavy5",
+     (1, True, ["--aten-from", "10", "--compile-margin", "5", "--aten-alone-from", "100", "--aten-alone-gemv",
+                "--runner-up-within", "5", "--heavy-pick-alone", "5"])),
     ("1+aten@15us+fast5+paired15+alone100us",
      (1, True, ["--aten-from", "15", "--compile-margin", "5", "--paired-compile-margin", "15", "--aten-alone-from", "100"])),
 ])
@@ -48,7 +51,8 @@ def test_table_size_reads_each_rule(text: str, expected: tuple[int, bool, list[s
 
 @pytest.mark.parametrize("text", ["0", "2+aten@10", "1+alone100us", "5+aten+alone100us", "1+fast", "1+aten@15us+alone1",
                                   "1+alone100us+fast5", "1+paired15", "5+aten+paired15", "1+aten+alone100us+paired15", "1+gemv", "5+aten+gemv", "1+aten+gemv+alone100us",
-                                  "1+runner5", "5+aten+runner5", "1+aten+runner5+gemv", "1+aten+runner"])
+                                  "1+runner5", "5+aten+runner5", "1+aten+runner5+gemv", "1+aten+runner",
+                                  "1+aten+heavy5", "1+heavy5", "1+aten@10us+heavy5+runner5"])
 def test_table_size_refuses_malformed_items(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         lut_e2e.table_size(text)

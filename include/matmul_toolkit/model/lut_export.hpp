@@ -124,6 +124,14 @@ bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::
 bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedConfig> ranked,
                          const AtenPairing& rule, double paired_margin, std::int64_t k);
 
+/// `--heavy-pick-alone`: where `table` (kernel_or_vendor's answer) pairs a heavy kernel pick
+/// (kHeavyAccumulatorRegisters) with the vendor entry on a problem whose K compiles slowly
+/// (above kLongestCheapK, at most kLongestUnrolledK), and the pick is predicted faster than
+/// the vendor entry by more than the factor 1 + `margin`, the pick stands alone: Inductor
+/// compiles a paired pick two to three times (a 128x128 tile on 4 warps at K = 1024: 6.7-7.7 s
+/// per problem on the H200, against 40 s for max-autotune). Returns whether the table changed.
+bool unpair_heavy_pick(std::vector<RankedConfig>& table, double margin, std::int64_t k);
+
 /// `--runner-up-within`: where `table` holds one kernel pick that Inductor times against ATen
 /// anyway (the table holds the vendor entry, or `vendor_added`: the writer adds it,
 /// InductorLutOptions::with_aten), adds after the pick the best other kernel config of
