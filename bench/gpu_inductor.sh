@@ -183,8 +183,9 @@ step_train_speed() {
 # The shipped default model's export-lut tables against max-autotune, on problems no
 # training set holds: log-normal draws of another seed, then the transformer shapeset
 # (every E2E_EVERY-th problem); each stops starting problems after E2E_BUDGET s.
-# E2E_TOP_K: the tables compared (default: the recommended one, top-1 with ATen from 15 us,
-# a 5 % compile margin, ATen alone from 60 us and for GEMVs; lut_e2e.py --help has the syntax);
+# E2E_TOP_K: the tables compared (default: the recommended one, top-1 with ATen from 10 us,
+# a 5 % compile margin, ATen alone from 100 us and for GEMVs, a runner-up within 5 %, a heavy
+# pick more than 5 % ahead of ATen alone; lut_e2e.py --help has the syntax);
 # E2E_RESUME=1 goes on with the problems of an earlier run whose $out/e2e_* is in place.
 # E2E_MODEL: the model, or several separated by spaces to compare them on the same problems.
 # E2E_TABLES: tables exported beforehand on any machine, "NAME=FILE ...", measured without a
@@ -194,7 +195,7 @@ e2e_sources() {
   for item in ${E2E_TABLES:-}; do printf -- '--table %s ' "$item"; done
   if [[ -z ${E2E_TABLES:-} || -n ${E2E_MODEL:-} ]]; then
     for item in ${E2E_MODEL:-data/models/inductor_h200.pt}; do printf -- '--model %s ' "$item"; done
-    printf -- '--mmt %s --top-k %s' "$cli" "${E2E_TOP_K:-1+aten@15us+fast5+alone60us+gemv}"
+    printf -- '--mmt %s --top-k %s' "$cli" "${E2E_TOP_K:-1+aten@10us+fast5+alone100us+gemv+runner5+heavy5}"
   fi
 }
 

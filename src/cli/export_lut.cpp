@@ -120,7 +120,8 @@ struct ExportLutOptions {
                        "kernel pick and at US microseconds or more, ATen alone, whatever --aten-within "
                        "and --aten-from say: on large GEMMs cuBLAS is within a few percent of "
                        "max-autotune's pick, and timing the two compiles the pick again (the recommended "
-                       "table uses 60: on held-out H200 data ATen alone ran at 0.998 of the pair there)")
+                       "table uses 100: at 60 the default model left ATen alone on two misaligned-K "
+                       "problems where cuBLAS ran up to 2.2x slower than predicted; README, export-lut)")
             ->type_name("US");
         cmd.add_flag("--aten-alone-gemv", aten_alone_gemv,
                      "With --with-aten and --top-k 1: where M = 1 (a GEMV) and the model predicts ATen "
