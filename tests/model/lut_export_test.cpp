@@ -305,8 +305,8 @@ TEST(InductorLut, LightenPairedPickOnlyWherePaired) {
     EXPECT_EQ(names(table), (Names{"aten_mm"}));
 }
 
-// --runner-up-within: a pair gains the best other kernel config within the margin of its
-// pick, the lightest of those where K makes heavy kernels compile slowly; nothing else does.
+// --heavy-pick-alone: a heavy kernel pick predicted faster than ATen by more than the margin
+// loses ATen where K makes it compile slowly; nothing else changes.
 TEST(InductorLut, UnpairHeavyPickOnlyWhereItCompilesSlowly) {
     const auto heavy = tile("heavy", 128, 128, 4), light = tile("light", 128, 128, 8), aten = named("aten_mm");
     const std::vector<RankedConfig> pair{{heavy, 1.0}, {aten, 1.2}};
@@ -326,6 +326,8 @@ TEST(InductorLut, UnpairHeavyPickOnlyWhereItCompilesSlowly) {
     }
 }
 
+// --runner-up-within: a pair gains the best other kernel config within the margin of its
+// pick, the lightest of those where K makes heavy kernels compile slowly; nothing else does.
 TEST(InductorLut, RunnerUpJoinsOnlyAPairWithinTheMargin) {
     const auto heavy = tile("heavy", 128, 128, 4), light = tile("light", 128, 128, 8),
                lighter = tile("lighter", 64, 64, 4), aten = named("aten_mm");
