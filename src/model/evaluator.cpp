@@ -51,7 +51,6 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     return cov / std::sqrt(va * vb);
 }
 
-
 /// Accumulates the metrics of one group (an op, or everything).
 struct Accumulator {
     std::size_t problems = 0;

@@ -217,8 +217,17 @@ int accumulator_registers(const core::GemmConfig& config) {
     return (config.block_m * config.block_n + threads - 1) / threads;
 }
 
+namespace {
+/// Where Triton unrolls the K loop in full and register-heavy kernels compile slowly.
+bool k_compiles_slowly(std::int64_t k) { return k > kLongestCheapK && k <= kLongestUnrolledK; }
+
+bool heavy_to_compile(const core::GemmConfig& config) {
+    return accumulator_registers(config) >= kHeavyAccumulatorRegisters;
+}
+}  // namespace
+
 bool prefer_fast_compile(std::vector<RankedConfig>& ranked, double margin, std::int64_t k) {
-    if (k <= kLongestCheapK || k > kLongestUnrolledK) return false;
+    if (!k_compiles_slowly(k)) return false;
     const auto is_kernel = [](const RankedConfig& r) { return !collect::is_reference_config(r.config); };
     const auto first = std::find_if(ranked.begin(), ranked.end(), is_kernel);
     if (first == ranked.end()) return false;
@@ -251,11 +260,11 @@ bool lighten_paired_pick(std::vector<RankedConfig>& table, std::vector<RankedCon
 }
 
 bool unpair_heavy_pick(std::vector<RankedConfig>& table, double margin, std::int64_t k) {
-    if (table.size() != 2 || k <= kLongestCheapK || k > kLongestUnrolledK) return false;
+    if (table.size() != 2 || !k_compiles_slowly(k)) return false;
     const auto& pick = table.front();
     const auto& vendor = table.back();
     if (collect::is_reference_config(pick.config) || !collect::is_reference_config(vendor.config)) return false;
-    if (accumulator_registers(pick.config) < kHeavyAccumulatorRegisters) return false;
+    if (!heavy_to_compile(pick.config)) return false;
     if (vendor.predicted_ms <= pick.predicted_ms * (1.0 + margin)) return false;
     table.resize(1);
     return true;
@@ -272,12 +281,11 @@ bool add_runner_up(std::vector<RankedConfig>& table, const std::vector<RankedCon
     const double limit = pick->predicted_ms * (1.0 + margin);
     // Where K makes heavy kernels compile slowly, one heavy kernel per table is enough: a
     // second one cost up to 3 s of compile per problem on the transformer shapes.
-    const bool slow_compile = k > kLongestCheapK && k <= kLongestUnrolledK;
-    const bool heavy_pick = slow_compile && accumulator_registers(pick->config) >= kHeavyAccumulatorRegisters;
+    const bool heavy_pick = k_compiles_slowly(k) && heavy_to_compile(pick->config);
     std::vector<RankedConfig> others;
     for (const auto& r : ranked) {
         if (is_vendor(r) || r.config == pick->config || r.predicted_ms > limit) continue;
-        if (heavy_pick && accumulator_registers(r.config) >= kHeavyAccumulatorRegisters) continue;
+        if (heavy_pick && heavy_to_compile(r.config)) continue;
         others.push_back(r);
     }
     if (others.empty()) return false;
