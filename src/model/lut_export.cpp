@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "matmul_toolkit/collect/config_space.hpp"
+#include "matmul_toolkit/collect/timing_stats.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/evaluator.hpp"
@@ -350,7 +351,7 @@ TableScore score_tables(const std::vector<TableOutcome>& outcomes) {
     std::sort(fractions.begin(), fractions.end());
     const auto n = fractions.size();
     score.geomean = std::exp(log_sum / static_cast<double>(n));
-    score.median = n % 2 ? fractions[n / 2] : 0.5 * (fractions[n / 2 - 1] + fractions[n / 2]);
+    score.median = collect::median(fractions);
     score.p5 = nearest_rank_percentile(fractions, 0.05);
     score.worst = fractions.front();
     score.entries_per_table = entries / static_cast<double>(n);
