@@ -96,6 +96,10 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "Stop after this many epochs without a better validation loss; the best "
                    "epoch's weights are kept")
         ->capture_default_str();
+    cmd.add_option("--lr-plateau", o.lr_plateau,
+                   "Halve the learning rate after this many epochs without a better validation loss (and "
+                   "again after as many more); 0: constant")
+        ->capture_default_str();
     cmd.add_option("--validation-fraction", o.validation_fraction, "Share of problems for validation")
         ->capture_default_str();
     cmd.add_option("--test-fraction", o.test_fraction, "Share of problems for the final test")
@@ -114,6 +118,11 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "The within-problem term --ranking-weight weighs: offset (each prediction's offset from "
                    "its problem's mean against the measured one, squared) or pairwise (a logistic loss on "
                    "the predicted order of each two configs of a problem more than 5 % apart)")
+        ->capture_default_str();
+    cmd.add_option("--batch-norm", o.batch_norm,
+                   "What BatchNorm does in training: affine (a learnt scale and shift per unit, as at "
+                   "inference) or batch (each batch's mean and variance, as torch-diode trains; with a ranking "
+                   "term a batch holds only three or four problems)")
         ->capture_default_str();
     cmd.add_option("--ensemble", o.ensemble,
                    "Train this many networks (seeds seed, seed+1, ...) on the same split and save their "
@@ -171,6 +180,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.batch_size = o.batch_size;
     t.num_epochs = o.num_epochs;
     t.patience = o.patience;
+    t.lr_plateau = o.lr_plateau;
     t.validation_fraction = o.validation_fraction;
     t.test_fraction = o.test_fraction;
     t.device = training_device(global);
@@ -179,6 +189,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.vendor_weight = o.vendor_weight;
     t.ranking_weight = o.ranking_weight;
     t.ranking_loss = model::parse_ranking_loss(o.ranking_loss);
+    t.batch_norm = model::parse_batch_norm_mode(o.batch_norm);
     t.ensemble = o.ensemble;
     t.eval_every = o.eval_every;
     t.threads = o.threads;

@@ -29,6 +29,7 @@ struct TrainCliOptions {
     double learning_rate = 1e-3;
     double weight_decay = 1e-5;
     int patience = 10;
+    int lr_plateau = 0;
     double validation_fraction = 0.15;
     double test_fraction = 0.15;
     std::string hardware_name;
@@ -39,6 +40,7 @@ struct TrainCliOptions {
     int vendor_weight = 1;
     double ranking_weight = 0.0;
     std::string ranking_loss = "pairwise";
+    std::string batch_norm = "affine";
     int ensemble = 1;
     int folds = 0;
     int tune = 0;

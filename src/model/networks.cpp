@@ -82,6 +82,14 @@ void RuntimeNetImpl::initialise(double output_bias) {
     m_output->bias.fill_(output_bias);
 }
 
+void RuntimeNetImpl::train_mode(bool batch_statistics) {
+    train();
+    if (batch_statistics) return;
+    for (auto& module : modules(/*include_self=*/false)) {
+        if (module->as<torch::nn::BatchNorm1dImpl>()) module->eval();
+    }
+}
+
 namespace {
 
 /// BatchNorm in eval mode as y = scale ⊙ x + shift.

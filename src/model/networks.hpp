@@ -70,6 +70,10 @@ public:
     /// (the mean training target) so training does not begin far from the data.
     void initialise(double output_bias);
 
+    /// Training mode. Without `batch_statistics` every BatchNorm stays in eval mode: a
+    /// per-unit scale and shift trained like any weight, its running statistics left alone.
+    void train_mode(bool batch_statistics);
+
     /// The eval-mode computation with BatchNorm folded away (see FoldedNet).
     FoldedNet fold() const;
 

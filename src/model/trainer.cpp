@@ -27,6 +27,12 @@ RankingLoss parse_ranking_loss(const std::string& name) {
     if (name == "pairwise") return RankingLoss::pairwise;
     throw core::InputError("--ranking-loss", "unknown loss '" + name + "' (expected offset or pairwise)");
 }
+
+BatchNormMode parse_batch_norm_mode(const std::string& name) {
+    if (name == "batch") return BatchNormMode::batch;
+    if (name == "affine") return BatchNormMode::affine;
+    throw core::InputError("--batch-norm", "unknown mode '" + name + "' (expected batch or affine)");
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -130,6 +136,7 @@ void validate_train_options(const TrainOptions& o) {
     if (o.batch_size < 2) throw core::InputError("--batch-size", "must be at least 2");
     if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
+    if (o.lr_plateau < 0) throw core::InputError("--lr-plateau", "must be 0 (off) or a number of epochs");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
     if (o.vendor_weight < 1) throw core::InputError("--vendor-weight", "must be at least 1");
     if (o.vendor_weight > 1 && !o.vendor_rows) {
@@ -222,6 +229,8 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     RuntimeNet& net = fit.net;
     net->initialise(data.target_mean);
     net->to(device);
+    const bool batch_statistics = options.batch_norm == BatchNormMode::batch;
+    net->train_mode(batch_statistics);  // before a CUDA graph captures the step
     const FeatureRows& train = data.train;
     const at::Tensor &x_train = data.x_train, &y_train = data.y_train, &x_val = data.x_val, &y_val = data.y_val;
 
@@ -236,6 +245,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     StateCopy best_state = copy_state(net);
     double best_loss = std::numeric_limits<double>::infinity();
     int epochs_without_improvement = 0;
+    int epochs_at_this_rate = 0;  ///< without improvement since the learning rate last changed
     double last_val_loss = 0.0;
 #ifdef MMT_TRAINING_CUDA_GRAPHS
     std::unique_ptr<TrainingStepGraph> graphed;
@@ -245,7 +255,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
 
     for (int epoch = 1; epoch <= options.num_epochs; ++epoch) {
         const auto epoch_start = Clock::now();
-        net->train();
+        net->train_mode(batch_statistics);
         // The permutation is drawn on the CPU generator (seeded above) on every device,
         // so a seed gives the same batches on CPU and GPU.
         // With a ranking term the rows come problem by problem (shuffled problems, then
@@ -340,8 +350,13 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             fit.best_epoch = epoch;
             best_state = copy_state(net);
             epochs_without_improvement = 0;
+            epochs_at_this_rate = 0;
         } else {
             ++epochs_without_improvement;
+            if (options.lr_plateau > 0 && ++epochs_at_this_rate >= options.lr_plateau) {
+                optimizer.set_learning_rate(optimizer.learning_rate() / 2.0);
+                epochs_at_this_rate = 0;
+            }
         }
         fit.history.push_back(stats);
         if (options.on_epoch) options.on_epoch(stats);

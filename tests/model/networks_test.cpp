@@ -89,5 +89,35 @@ TEST(Networks, FoldedNetworkMatchesTheModuleInEvalMode) {
     }
 }
 
+// Training without batch statistics: each row's output is the eval-mode function of that
+// row alone, whatever else is in the batch, and the running statistics stay untouched.
+// With batch statistics the same rows come out differently (the check can fail). No dropout,
+// whose masks would differ too.
+TEST(Networks, TrainModeWithoutBatchStatisticsComputesTheEvalFunction) {
+    for (auto type : {ModelType::base, ModelType::deep}) {
+        RuntimeNet net = test::trained_looking_net(type, {24, 16}, 12, 10, 7, 0.3, /*dropout_rate=*/0.0);
+        torch::NoGradGuard no_grad;
+        // Rows of one "problem": near-identical, as a ranking batch's are.
+        const auto x = torch::randn({1, 10}).repeat({16, 1}) + 0.05 * torch::randn({16, 10});
+        const auto expected = net->forward(x);
+        std::vector<at::Tensor> buffers_before;
+        for (const auto& buffer : net->buffers()) buffers_before.push_back(buffer.clone());
+
+        net->train_mode(/*batch_statistics=*/false);
+        EXPECT_TRUE(net->is_training());
+        const auto whole = net->forward(x);
+        const auto first_half = net->forward(x.slice(0, 0, 8));
+        EXPECT_TRUE(torch::allclose(whole, expected, 1e-5, 1e-6)) << to_string(type);
+        EXPECT_TRUE(torch::allclose(first_half, expected.slice(0, 0, 8), 1e-5, 1e-6)) << to_string(type);
+        const auto buffers_after = net->buffers();
+        for (std::size_t i = 0; i < buffers_before.size(); ++i)
+            EXPECT_TRUE(torch::equal(buffers_after[i], buffers_before[i])) << to_string(type) << " buffer " << i;
+
+        net->train_mode(/*batch_statistics=*/true);
+        const auto normalised = net->forward(x);
+        EXPECT_FALSE(torch::allclose(normalised, expected, 1e-2, 1e-3)) << to_string(type);
+    }
+}
+
 }  // namespace
 }  // namespace mmt::model

@@ -12,12 +12,14 @@
 namespace mmt::model::test {
 
 inline RuntimeNet trained_looking_net(ModelType type, std::vector<int> hidden_dims, int hidden_dim, int inputs,
-                                      std::uint64_t seed, double output_bias) {
+                                      std::uint64_t seed, double output_bias,
+                                      double dropout_rate = 0.2) {
     ModelSpec spec;
     spec.type = type;
     spec.hidden_dims = std::move(hidden_dims);
     spec.hidden_dim = hidden_dim;
     spec.num_layers = 3;
+    spec.dropout_rate = dropout_rate;
     torch::manual_seed(seed);
     RuntimeNet net(spec, inputs);
     net->initialise(output_bias);

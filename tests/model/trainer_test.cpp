@@ -51,6 +51,28 @@ TEST(Trainer, RankingTermLearnsTheSameLaw) {
     EXPECT_THROW(train_model(testing::synthetic_dataset(10, 3), "synthetic", options), core::InputError);
 }
 
+// Both BatchNorm modes learn the law with the ranking term (problem-grouped batches); they
+// train different networks, and an unknown mode name is refused.
+TEST(Trainer, BatchNormModesBothLearnTheLaw) {
+    auto options = small_options();
+    options.ranking_weight = 1.0;
+    const auto dataset = testing::synthetic_dataset(80, 5);
+    std::vector<std::vector<double>> predictions;
+    for (auto mode : {BatchNormMode::affine, BatchNormMode::batch}) {
+        options.batch_norm = mode;
+        const auto result = train_model(dataset, "synthetic", options);
+        const auto& test = result.test_report.overall;
+        EXPECT_GT(test.r2, 0.95) << format_report(result.test_report);
+        EXPECT_GT(test.top_k_achieved[0], 0.9) << format_report(result.test_report);
+        const auto problems = group_problems(dataset, "synthetic");
+        predictions.push_back(predict_problems(result.model, problems).front());
+    }
+    EXPECT_NE(predictions[0], predictions[1]);
+    EXPECT_EQ(parse_batch_norm_mode("affine"), BatchNormMode::affine);
+    EXPECT_EQ(parse_batch_norm_mode("batch"), BatchNormMode::batch);
+    EXPECT_THROW(parse_batch_norm_mode("layer"), core::InputError);
+}
+
 // --vendor-weight repeats each problem's vendor row in the training loss: a different fit,
 // the same reported row counts; below 1 it is refused.
 TEST(Trainer, VendorWeightRepeatsVendorRowsInTheLossOnly) {

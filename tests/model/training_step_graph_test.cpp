@@ -25,12 +25,12 @@ ModelSpec deep_spec(double dropout_rate) {
 }
 
 /// A deep network on the GPU in training mode, the same weights for the same dropout rate.
-RuntimeNet training_net(double dropout_rate) {
+RuntimeNet training_net(double dropout_rate, bool batch_statistics = true) {
     torch::manual_seed(4);
     RuntimeNet net(deep_spec(dropout_rate), kInputs);
     net->initialise(0.5);
     net->to(torch::kCUDA);
-    net->train();
+    net->train_mode(batch_statistics);
     return net;
 }
 
@@ -40,10 +40,10 @@ std::pair<at::Tensor, at::Tensor> training_rows() {
 }
 
 /// A second network with the first one's parameters and buffers.
-RuntimeNet copy_of(const RuntimeNet& net) {
+RuntimeNet copy_of(const RuntimeNet& net, bool batch_statistics = true) {
     RuntimeNet copy(net->spec(), kInputs);
     copy->to(torch::kCUDA);
-    copy->train();
+    copy->train_mode(batch_statistics);
     torch::NoGradGuard no_grad;
     const auto from = net->state_dict(), to = copy->state_dict();
     for (std::size_t i = 0; i < from.size(); ++i) to[i].second.copy_(from[i].second);
@@ -74,9 +74,9 @@ std::vector<at::Tensor> batch_groups(int steps) {
     return groups;
 }
 
-void expect_replays_match_eager_steps(const RankingTerm& ranking) {
-    RuntimeNet graphed_net = training_net(0.0);
-    RuntimeNet eager_net = copy_of(graphed_net);
+void expect_replays_match_eager_steps(const RankingTerm& ranking, bool batch_statistics = true) {
+    RuntimeNet graphed_net = training_net(0.0, batch_statistics);
+    RuntimeNet eager_net = copy_of(graphed_net, batch_statistics);
     const auto [x, y] = training_rows();
 
     FlatAdam graphed_adam(graphed_net->parameters(), 3e-3, 1e-4);
@@ -116,6 +116,13 @@ TEST(TrainingStepGraph, ReplaysRankingStepToWhereEagerStepsGo) {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
     expect_replays_match_eager_steps({3.0, RankingLoss::offset});
     expect_replays_match_eager_steps({3.0, RankingLoss::pairwise});
+}
+
+// BatchNorm as a plain scale and shift (--batch-norm affine, the default): the captured
+// step trains as the eager one too.
+TEST(TrainingStepGraph, ReplaysAffineBatchNormStepToWhereEagerStepsGo) {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    expect_replays_match_eager_steps({3.0, RankingLoss::pairwise}, /*batch_statistics=*/false);
 }
 
 TEST(TrainingStepGraph, DropoutDrawsNewMasksOnEveryReplay) {
