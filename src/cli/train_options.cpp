@@ -96,10 +96,6 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "Stop after this many epochs without a better validation loss; the best "
                    "epoch's weights are kept")
         ->capture_default_str();
-    cmd.add_option("--lr-plateau", o.lr_plateau,
-                   "Halve the learning rate after this many epochs without a better validation loss (and "
-                   "again after as many more); 0: constant")
-        ->capture_default_str();
     cmd.add_option("--validation-fraction", o.validation_fraction, "Share of problems for validation")
         ->capture_default_str();
     cmd.add_option("--test-fraction", o.test_fraction, "Share of problems for the final test")
@@ -180,7 +176,6 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.batch_size = o.batch_size;
     t.num_epochs = o.num_epochs;
     t.patience = o.patience;
-    t.lr_plateau = o.lr_plateau;
     t.validation_fraction = o.validation_fraction;
     t.test_fraction = o.test_fraction;
     t.device = training_device(global);

@@ -29,7 +29,6 @@ struct TrainCliOptions {
     double learning_rate = 1e-3;
     double weight_decay = 1e-5;
     int patience = 10;
-    int lr_plateau = 0;
     double validation_fraction = 0.15;
     double test_fraction = 0.15;
     std::string hardware_name;

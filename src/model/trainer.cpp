@@ -136,7 +136,6 @@ void validate_train_options(const TrainOptions& o) {
     if (o.batch_size < 2) throw core::InputError("--batch-size", "must be at least 2");
     if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
-    if (o.lr_plateau < 0) throw core::InputError("--lr-plateau", "must be 0 (off) or a number of epochs");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
     if (o.vendor_weight < 1) throw core::InputError("--vendor-weight", "must be at least 1");
     if (o.vendor_weight > 1 && !o.vendor_rows) {
@@ -245,7 +244,6 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     StateCopy best_state = copy_state(net);
     double best_loss = std::numeric_limits<double>::infinity();
     int epochs_without_improvement = 0;
-    int epochs_at_this_rate = 0;  ///< without improvement since the learning rate last changed
     double last_val_loss = 0.0;
 #ifdef MMT_TRAINING_CUDA_GRAPHS
     std::unique_ptr<TrainingStepGraph> graphed;
@@ -350,13 +348,8 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             fit.best_epoch = epoch;
             best_state = copy_state(net);
             epochs_without_improvement = 0;
-            epochs_at_this_rate = 0;
         } else {
             ++epochs_without_improvement;
-            if (options.lr_plateau > 0 && ++epochs_at_this_rate >= options.lr_plateau) {
-                optimizer.set_learning_rate(optimizer.learning_rate() / 2.0);
-                epochs_at_this_rate = 0;
-            }
         }
         fit.history.push_back(stats);
         if (options.on_epoch) options.on_epoch(stats);

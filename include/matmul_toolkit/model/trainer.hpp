@@ -60,9 +60,6 @@ struct TrainOptions {
     int batch_size = 64;
     int num_epochs = 100;
     int patience = 10;  ///< epochs without validation improvement before stopping
-    /// Halve the learning rate after this many epochs without a better validation loss (and
-    /// again after as many more); 0: a constant learning rate.
-    int lr_plateau = 0;
     double validation_fraction = 0.15;
     double test_fraction = 0.15;
     std::string device = "cpu";  ///< "cpu" | "cuda"
