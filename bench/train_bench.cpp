@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
             options.eval_every = 5;
             row("--eval-every 5", options);
             options = {};
-            options.ranking_weight = 1.0;
-            row("--ranking-weight 1 (rows batched problem by problem)", options);
+            options.ranking_weight = 0.0;
+            row("--ranking-weight 0 (rows shuffled, not batched by problem)", options);
             options = {};
             options.ensemble = 3;
             row("--ensemble 3", options);

@@ -37,7 +37,7 @@ struct TrainCliOptions {
     int top_n_worst = 10;
     bool no_vendor_rows = false;
     int vendor_weight = 1;
-    double ranking_weight = 0.0;
+    double ranking_weight = 3.0;
     std::string ranking_loss = "pairwise";
     std::string batch_norm = "affine";
     int ensemble = 1;
