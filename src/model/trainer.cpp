@@ -33,6 +33,7 @@ BatchNormMode parse_batch_norm_mode(const std::string& name) {
     if (name == "affine") return BatchNormMode::affine;
     throw core::InputError("--batch-norm", "unknown mode '" + name + "' (expected batch or affine)");
 }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

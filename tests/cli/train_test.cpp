@@ -138,6 +138,7 @@ TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
         {{"--dataset", testing::sample_dataset(), "--folds", "1"}, "error: --folds"},
         {{"--dataset", testing::sample_dataset(), "--ensemble", "0"}, "error: --ensemble"},
         {{"--dataset", testing::sample_dataset(), "--ranking-loss", "listwise"}, "error: --ranking-loss"},
+        {{"--dataset", testing::sample_dataset(), "--batch-norm", "layer"}, "error: --batch-norm: unknown mode 'layer'"},
         {{"--dataset", testing::sample_dataset(), "--tune", "-2"}, "error: --tune"},
         // Required graph steps where none can run (this CPU build), and both flags at once.
         {{"--dataset", testing::sample_dataset(), "--cuda-graph"}, "error: --cuda-graph: "},
