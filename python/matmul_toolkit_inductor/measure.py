@@ -6,7 +6,8 @@ checked exactly) and the op is compiled by torch.compile with max-autotune:
 Inductor builds its own Triton template choices (mm / addmm / bmm, and the persistent TMA
 template where it offers one) and the ATen choice, precompiles them in parallel, and
 benchmarks them as its own benchmarker does (L2 flushed before every timed run, CUDA events;
-here with the host's launch hidden, see _timed_runs).
+here with every timed run enqueued before the GPU starts it, see _timed_runs), on the
+problem as given: Inductor's shape padding (pad_mm) is off.
 A feedback saver collects every choice's time. Around that, this module adds what a
 dataset needs: each choice's output is checked against a float32 torch result before its
 time counts, the benchmarker's timed runs are kept (for the spread), and compile failures
@@ -39,15 +40,37 @@ ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1}
 # hundreds of choices take minutes, longer with several workers per GPU sharing the cores.
 PRECOMPILE_TIMEOUT_S = 1800
 
-# GPU clock cycles spun between the L2 flush and a timed run's start event, so the host's
-# launch of the call lands while the GPU is still busy: about 50 us at 1.98 GHz, on top of
-# the flush's own ~25 us.
-LAUNCH_COVER_CYCLES = 100_000
+# Timed runs are enqueued in groups behind a GPU spin (the gate) that outlasts the host's
+# enqueueing of the whole group, so no run waits for the host: a run that did would time
+# the host's launch too (tens of microseconds for a Triton kernel; on a busy host, while the
+# other worker compiles, every run of a problem came out 20-110 us slow).
+GATED_RUNS = 25
+# The gate lasts this many times the host's last measured enqueueing time of a group, and
+# at least GATE_MIN_MS; a gate that opened too soon is retried, longer, up to GATE_ATTEMPTS
+# times.
+GATE_MARGIN = 2.0
+GATE_MIN_MS = 0.2
+GATE_ATTEMPTS = 5
+# Host milliseconds to enqueue one run, assumed until the first group is measured.
+FIRST_ENQUEUE_MS = 0.1
+# Spin cycles per millisecond: the H100's and H200's top SM clock (1.98 GHz) rounded up, so
+# a gate lasts at least as long as asked.
+SPIN_CYCLES_PER_MS = 2_000_000
+# The SM clock while a group runs, read from short spins' own times (cycles over elapsed
+# time) before and after it. The GPU idles at 345 MHz while a problem compiles and needs a moment
+# to reach its 1980 MHz; a group timed under CLOCK_FLOOR of the top clock (the device's, or
+# the highest read) is timed again after the GPU has spun for the next of CLOCK_WAITS_MS;
+# still slow after the last: an error.
+CLOCK_FLOOR = 0.75
+CLOCK_WAITS_MS = (5.0, 20.0, 80.0, 320.0)
+# The spins before and after a group that read the clock: about 20 us each at 1.98 GHz.
+CLOCK_PROBE_CYCLES = 40_000
 # Timed runs per choice stop after about this many milliseconds of kernel time, as
 # Inductor's benchmarker does (its max_benchmark_duration).
 TIMED_BUDGET_MS = 25.0
 # How the times were taken, in every dataset's sidecar (the worker's hello).
-TIMING_METHOD = "CUDA events, L2 flushed before each run, host launch hidden behind a GPU spin"
+TIMING_METHOD = ("CUDA events, L2 flushed before each run, runs enqueued behind a GPU spin before the first starts; "
+                 "Inductor's shape padding off")
 
 # Below this many Triton choices (DEFAULT has tens) Inductor's own precompile is quick
 # enough; above it (EXHAUSTIVE: hundreds) they are compiled on the process pool first.
@@ -163,6 +186,14 @@ class InductorMeasurer:
         self._benchmark_lock = BenchmarkLock(benchmark_lock_path(device_index))
         self._compiler = ParallelCompiler(compile_processes(), PRECOMPILE_TIMEOUT_S)
         self._flush_buffer: Optional[Any] = None
+        self._enqueue_ms_per_run = FIRST_ENQUEUE_MS
+        # Groups of timed runs enqueued again because the host was slower than their gate.
+        self.gates_reopened = 0
+        # The highest SM clock known (the device's top clock where torch reports it, kHz),
+        # and the groups timed again under a slow clock, the slowest seen.
+        self.top_clock_mhz = float(getattr(torch.cuda.get_device_properties(self.device), "clock_rate", 0)) / 1000
+        self.slow_clock_groups = 0
+        self.slowest_clock_mhz = math.inf
         self._install_hooks()
 
     # -- hello ---------------------------------------------------------------------------
@@ -282,34 +313,84 @@ class InductorMeasurer:
         """Milliseconds of up to `self._repeat` timed runs of `call` (about 25 ms of them),
         after one untimed run that loads the kernel and one that sizes the rest. They are
         taken as Inductor's benchmarker takes them (L2 flushed before each run, CUDA events
-        around the call), except that the GPU is kept busy between the flush and the start
-        event. Without that, the GPU waits for the host to launch the call (tens of
-        microseconds for a Triton kernel, more when the cores are busy compiling) and a
-        microsecond kernel is timed as that gap: on the H200 the same problem's configs
-        measured 9-12 us in one run and 26-29 us in the next."""
+        around the call), except that the host enqueues them all before the GPU starts the
+        first (_gated_runs). Inductor's benchmarker lets the GPU wait for the host's launch
+        of each call inside the timed span: a microsecond kernel is then timed as that gap,
+        and on a host busy compiling every config of a problem is timed tens of
+        microseconds slow."""
         torch = self.torch
         if self._flush_buffer is None:  # twice the L2 cache (the H100's and H200's: 50 MB)
             l2_bytes = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0)) or 64 << 20
             self._flush_buffer = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device=self.device)
+        call()
+        torch.cuda.synchronize(self.device)
+        estimate = self._clocked_runs(call, 1)[0]
+        # Inductor's budget: about 25 ms of timed runs, at most `repeat` of them.
+        runs = max(1, min(self._repeat, int(TIMED_BUDGET_MS / max(estimate, 1e-6))))
+        samples: list[float] = []
+        while len(samples) < runs:
+            samples += self._clocked_runs(call, min(GATED_RUNS, runs - len(samples)))
+        return samples
 
-        def timed(runs: int) -> list[float]:
-            starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-            ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    def _clocked_runs(self, call: Callable[[], Any], runs: int) -> list[float]:
+        """_gated_runs, again after a wait while the SM clock read around them is under
+        CLOCK_FLOOR of the top clock."""
+        for wait_ms in (*CLOCK_WAITS_MS, None):
+            samples, clock_mhz = self._gated_runs(call, runs)
+            self.top_clock_mhz = max(self.top_clock_mhz, clock_mhz)
+            if clock_mhz >= CLOCK_FLOOR * self.top_clock_mhz:
+                return samples
+            self.slow_clock_groups += 1
+            self.slowest_clock_mhz = min(self.slowest_clock_mhz, clock_mhz)
+            if wait_ms is not None:
+                self.torch.cuda._sleep(int(wait_ms * SPIN_CYCLES_PER_MS))
+        raise RuntimeError(f"timing: the GPU's SM clock stayed at {clock_mhz:.0f} MHz, under "
+                           f"{CLOCK_FLOOR:.0%} of its top {self.top_clock_mhz:.0f} MHz")
+
+    def _gated_runs(self, call: Callable[[], Any], runs: int) -> tuple[list[float], float]:
+        """`runs` timed runs enqueued behind a GPU spin (the gate), and the lower of the SM
+        clocks (MHz) read from short spins before and after them. The times are kept once the
+        host has enqueued the runs and the short spins before the gate opened (an event
+        recorded after it had not completed then), else they are enqueued again behind a
+        longer gate."""
+        torch = self.torch
+
+        def timing_event() -> Any:
+            return torch.cuda.Event(enable_timing=True)
+
+        for _ in range(GATE_ATTEMPTS):
+            gate_ms = max(GATE_MIN_MS, GATE_MARGIN * runs * self._enqueue_ms_per_run)
+            gate_cycles = int(gate_ms * SPIN_CYCLES_PER_MS)
+            starts = [timing_event() for _ in range(runs)]
+            ends = [timing_event() for _ in range(runs)]
+            probes = [(timing_event(), timing_event()) for _ in range(2)]
+            opened = torch.cuda.Event()
+
+            def probe(events: tuple[Any, Any]) -> None:
+                events[0].record()
+                torch.cuda._sleep(CLOCK_PROBE_CYCLES)
+                events[1].record()
+
+            torch.cuda._sleep(gate_cycles)
+            opened.record()
+            begin = time.perf_counter()
+            probe(probes[0])
             for start, end in zip(starts, ends):
                 self._flush_buffer.zero_()
-                torch.cuda._sleep(LAUNCH_COVER_CYCLES)
                 start.record()
                 call()
                 end.record()
+            probe(probes[1])
+            enqueue_ms = (time.perf_counter() - begin) * 1000
+            covered = not opened.query()
             torch.cuda.synchronize(self.device)
-            return [float(start.elapsed_time(end)) for start, end in zip(starts, ends)]
-
-        call()
-        torch.cuda.synchronize(self.device)
-        estimate = timed(1)[0]
-        # Inductor's budget: about 25 ms of timed runs, at most `repeat` of them.
-        runs = max(1, min(self._repeat, int(TIMED_BUDGET_MS / max(estimate, 1e-6))))
-        return timed(runs)
+            self._enqueue_ms_per_run = enqueue_ms / runs
+            if covered:  # the probes too were enqueued before the gate opened: GPU time only
+                clock_mhz = min(CLOCK_PROBE_CYCLES / (1000 * max(a.elapsed_time(b), 1e-9)) for a, b in probes)
+                return [float(start.elapsed_time(end)) for start, end in zip(starts, ends)], clock_mhz
+            self.gates_reopened += 1
+        raise RuntimeError(f"timing: the host took longer to enqueue {runs} timed runs than a "
+                           f"{gate_ms:.1f} ms GPU spin, {GATE_ATTEMPTS} times")
 
     def _compile_in_processes(self, choices: list[Any]) -> list[Any]:
         """Compiles the Triton choices into Triton's cache on the process pool when there
@@ -540,6 +621,12 @@ class InductorMeasurer:
             "fx_graph_cache": False,
             "fx_graph_remote_cache": False,
             "precompilation_timeout_seconds": PRECOMPILE_TIMEOUT_S,
+            # pad_mm pads a misaligned M, N or K where its own timing of cuBLAS says it
+            # pays, and Inductor then autotunes the padded problem: a coin toss on close
+            # calls, so the same problem was timed padded (mm 2608x537x4096 bf16: ATen
+            # 24 us) in one collection and as given (135 us) in the next. The padded
+            # problem is a problem of its own (export-lut ranks it as one).
+            "shape_padding": False,
         }
         patches["compile_threads"] = compile_threads()
         if problem["dtype"] == "float32":
@@ -547,6 +634,7 @@ class InductorMeasurer:
 
         recorder = _Recorder()
         torch._dynamo.reset()
+        gates_before, slow_before = self.gates_reopened, self.slow_clock_groups
         start = time.perf_counter()
         with self._lock:
             self._recorder = recorder
@@ -557,12 +645,23 @@ class InductorMeasurer:
                     compiled = torch.compile(function, dynamic=False, fullgraph=True)
                     result = compiled(*operands)
                     torch.cuda.synchronize()
+                wall = time.perf_counter() - start
+                # Still the GPU's turn: another worker's timed runs must not share the GPU
+                # with this reference product.
+                expected = _reference(torch, problem, operands).to(result.dtype)
+                torch.cuda.synchronize()
             finally:
                 self._recorder = None
                 self._benchmark_lock.release()
-        wall = time.perf_counter() - start
+        if self.gates_reopened > gates_before:
+            print(f"matmul_toolkit_inductor: {self.gates_reopened - gates_before} groups of timed runs "
+                  f"enqueued again behind a longer GPU spin (the host was slower than the spin)", file=sys.stderr)
+        if self.slow_clock_groups > slow_before:
+            print(f"matmul_toolkit_inductor: {self.slow_clock_groups - slow_before} groups of timed runs "
+                  f"timed again: SM clock down to {self.slowest_clock_mhz:.0f} MHz "
+                  f"(top {self.top_clock_mhz:.0f} MHz)", file=sys.stderr)
+            self.slowest_clock_mhz = math.inf
 
-        expected = _reference(torch, problem, operands).to(result.dtype)
         final_error = _relative_error(torch, result, expected.double())
         if final_error > TOLERANCE[problem["dtype"]]:
             raise RuntimeError(f"the compiled op's result is wrong (relative error {final_error:.3g})")
@@ -571,11 +670,14 @@ class InductorMeasurer:
         if space is None:
             entries += self._missing(problem, configs, entries)
         autotuned = recorder.autotuned_inputs
+        shape = _autotuned_shape(problem["op"], autotuned)
+        if shape is not None and shape != [problem["B"], problem["M"], problem["N"], problem["K"]]:
+            raise RuntimeError(f"Inductor autotuned [B, M, N, K] = {shape}, not the problem's")
         return {
             "entries": entries,
             "compile_seconds": round(max(wall - recorder.benchmark_seconds, 0.0), 4),
             "benchmark_seconds": round(recorder.benchmark_seconds, 4),
-            "autotuned_shape": _autotuned_shape(problem["op"], autotuned),
+            "autotuned_shape": shape,
             "autotuned_op": recorder.autotuned_op,
         }
 

@@ -1,21 +1,34 @@
 """The worker's timing loop (InductorMeasurer._timed_runs) against a fake torch that logs
-what would be enqueued on the GPU: no torch needed."""
+what would be enqueued on the GPU and runs a spin as a span of host time at a given SM
+clock: no torch needed."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from matmul_toolkit_inductor import measure
 
 
 class FakeTorch:
-    """Each enqueued operation is logged; an event pair's elapsed time is the kernel time
-    of the calls between its two records."""
+    """Each enqueued operation is logged. The GPU is idle but for spins: a spin runs from
+    its enqueueing for its cycles at the SM clock (clock_mhz, or slow_spins' clock for the
+    spins of those indices), and an event recorded after it completes when the spin ends
+    (or at once, with gpu_never_waits). An event pair's elapsed time is the kernel time of
+    the calls between its two records plus the spins between them."""
 
     def __init__(self, kernel_ms: float) -> None:
         self.kernel_ms = kernel_ms
         self.log: list[str] = []
+        self.spins_ms: list[float] = []
+        self.spin_ms_at: dict[int, float] = {}
+        self.clock_mhz = 1980.0
+        self.slow_spins: dict[int, float] = {}
+        self.spin_end = 0.0
+        self.gpu_never_waits = False
         self.int32 = "int32"
         log = self.log
         torch = self
@@ -23,21 +36,34 @@ class FakeTorch:
         class Event:
             def __init__(self, enable_timing: bool = False) -> None:
                 self.at = -1
+                self.done_at = 0.0
 
             def record(self) -> None:
                 self.at = len(log)
+                self.done_at = torch.spin_end
                 log.append("record")
 
+            def query(self) -> bool:
+                return torch.gpu_never_waits or time.perf_counter() >= self.done_at
+
             def elapsed_time(self, end: Any) -> float:
-                return torch.kernel_ms * log[self.at:end.at].count("call")
+                spins = sum(ms for at, ms in torch.spin_ms_at.items() if self.at < at < end.at)
+                return torch.kernel_ms * log[self.at:end.at].count("call") + spins
 
         class Buffer:
             def zero_(self) -> None:
                 log.append("flush")
 
+        def spin(cycles: int) -> None:
+            clock = self.slow_spins.get(len(self.spins_ms), self.clock_mhz)
+            ms = cycles / (clock * 1000)
+            self.spins_ms.append(ms)
+            self.spin_ms_at[len(log)] = ms
+            self.spin_end = time.perf_counter() + ms / 1000
+            log.append("spin")
+
         self.cuda = SimpleNamespace(
-            Event=Event,
-            _sleep=lambda cycles: log.append(f"spin {cycles}"),
+            Event=Event, _sleep=spin,
             synchronize=lambda device=None: log.append("sync"),
             get_device_properties=lambda device: SimpleNamespace(L2_cache_size=50 << 20))
         self._buffer = Buffer
@@ -51,18 +77,83 @@ def measurer(kernel_ms: float, repeat: int) -> tuple[Any, FakeTorch]:
     fake = FakeTorch(kernel_ms)
     m = object.__new__(measure.InductorMeasurer)
     m.torch, m.device, m._repeat, m._flush_buffer = fake, "cuda:0", repeat, None
+    m._enqueue_ms_per_run, m.gates_reopened = measure.FIRST_ENQUEUE_MS, 0
+    m.top_clock_mhz, m.slow_clock_groups, m.slowest_clock_mhz = 0.0, 0, float("inf")
     return m, fake
 
 
-def test_every_timed_run_is_flushed_then_covered_then_timed() -> None:
+def group(runs: int) -> list[str]:
+    """What one group of timed runs enqueues: the gate and the event after it, a clock
+    probe between two events, every run flushed and timed, another clock probe, the wait
+    for all of it."""
+    probe = ["record", "spin", "record"]
+    return ["spin", "record", *probe, *["flush", "record", "call", "record"] * runs, *probe, "sync"]
+
+
+def test_timed_runs_are_enqueued_in_groups_behind_a_spin() -> None:
     m, fake = measurer(kernel_ms=0.01, repeat=100)
     samples = m._timed_runs(lambda: fake.log.append("call"))
     assert samples == [0.01] * 100
-    # twice the L2 cache, allocated once; a loading run; the sizing run; the timed runs
+    # twice the L2 cache, allocated once; a loading run; the sizing run behind its own gate
     assert fake.log[:3] == [f"buffer {100 << 20}", "call", "sync"]
-    one_run = ["flush", f"spin {measure.LAUNCH_COVER_CYCLES}", "record", "call", "record"]
-    assert fake.log[3:8] == one_run
-    assert fake.log[9:14] == one_run and fake.log.count("call") == 1 + 1 + 100
+    assert fake.log[3:3 + len(group(1))] == group(1)
+    # then the 100 timed runs, 25 behind each gate
+    assert fake.log[3 + len(group(1)):] == group(measure.GATED_RUNS) * 4
+    assert m.gates_reopened == 0 and m.slow_clock_groups == 0
+    assert m.top_clock_mhz == pytest.approx(1980, rel=1e-6)
+
+
+def test_a_gate_that_opened_too_soon_is_enqueued_again_behind_twice_the_hosts_time() -> None:
+    m, fake = measurer(kernel_ms=0.01, repeat=10)
+
+    def slow_call() -> None:  # a host that takes 2 ms to launch each call
+        time.sleep(0.002)
+        fake.log.append("call")
+
+    samples = m._timed_runs(slow_call)
+    assert samples == [0.01] * 10
+    gates = fake.spins_ms[0::3]  # each group's gate, then its two clock probes
+    # the sizing run's first gate (0.2 ms) opened before its call was enqueued; the next
+    # lasts twice the 2+ ms the host took
+    assert m.gates_reopened >= 1
+    assert gates[0] == pytest.approx(measure.GATE_MIN_MS * measure.SPIN_CYCLES_PER_MS / 1980e3)
+    assert gates[1] >= 2 * 2.0
+    # the ten timed runs' gate: twice the last measured 2+ ms per run, all ten
+    assert gates[-1] >= 2 * 10 * 2.0
+    assert fake.log[-len(group(10)):] == group(10)
+
+
+def test_a_group_timed_under_a_slow_clock_is_timed_again_after_a_wait() -> None:
+    m, fake = measurer(kernel_ms=0.01, repeat=10)
+    fake.slow_spins = {4: 345.0, 5: 345.0}  # the ten runs' clock probes: the idle clock
+    samples = m._timed_runs(lambda: fake.log.append("call"))
+    assert samples == [0.01] * 10
+    assert m.slow_clock_groups == 1 and m.slowest_clock_mhz == pytest.approx(345, rel=1e-6)
+    wait = measure.CLOCK_WAITS_MS[0] * measure.SPIN_CYCLES_PER_MS / 1980e3
+    sizing = 3 + len(group(1))
+    assert fake.log[sizing:] == group(10) + ["spin"] + group(10)
+    assert fake.spins_ms[6] == pytest.approx(wait)
+    # a clock a little under the top is no reason to time again
+    m, fake = measurer(kernel_ms=0.01, repeat=10)
+    fake.slow_spins = {5: 1700.0}
+    m._timed_runs(lambda: fake.log.append("call"))
+    assert m.slow_clock_groups == 0
+
+
+def test_a_clock_that_stays_slow_is_an_error() -> None:
+    m, fake = measurer(kernel_ms=0.01, repeat=10)
+    fake.slow_spins = {i: 900.0 for i in range(3, 100)}
+    with pytest.raises(RuntimeError, match="SM clock stayed at 900 MHz, under 75% of its top 1980 MHz"):
+        m._timed_runs(lambda: fake.log.append("call"))
+    assert m.slow_clock_groups == len(measure.CLOCK_WAITS_MS) + 1
+
+
+def test_a_host_that_never_gets_ahead_of_the_gpu_is_an_error() -> None:
+    m, fake = measurer(kernel_ms=0.01, repeat=10)
+    fake.gpu_never_waits = True
+    with pytest.raises(RuntimeError, match="host took longer to enqueue 1 timed runs"):
+        m._timed_runs(lambda: fake.log.append("call"))
+    assert m.gates_reopened == measure.GATE_ATTEMPTS
 
 
 def test_slow_kernels_get_about_25_ms_of_timed_runs() -> None:
