@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Inductor backend on a GPU machine, in steps that each fit a 10-minute call:
 #   bash bench/gpu_inductor.sh build test                 # build the CLI, run the real-worker and GPU training tests
-#   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset (resumes)
+#   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset, shape padding off
+#                                                         #   (resumes *_default_lognormal_unpadded; the
+#                                                         #   older files were timed another way: DEFAULT_DATA=)
 #   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes; the shipped files
 #                                                         #   predate the worker's launch-hidden timing and are
 #                                                         #   refused: EXHAUSTIVE_DATA= a new file)
@@ -28,7 +30,7 @@ step_seconds=${STEP_SECONDS:-540}
 # resumes its own file.
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')
 gpu=${gpu:-gpu}
-default_data=${DEFAULT_DATA:-data/datasets/${gpu}_inductor_default_lognormal.msgpack}
+default_data=${DEFAULT_DATA:-data/datasets/${gpu}_inductor_default_lognormal_unpadded.msgpack}
 exhaustive_data=${EXHAUSTIVE_DATA:-data/datasets/${gpu}_inductor_exhaustive_lognormal.msgpack}
 mkdir -p "$out"
 status=0
