@@ -11,11 +11,13 @@ the same `collect` command run with two builds, and prints
     give fewer output tiles than --sms and a K long enough to split in two parts of 4+
     k-tiles (where the split variants apply), for the other configs of fewer tiles, and
     for the rest;
-  - rank agreement per problem over the configs both timed: Spearman's rho (median, p10,
-    mean), how often both pick the same fastest config, and what NEW's pick costs when
-    timed by BASE (base best / base time of new's pick, geomean). Run on one collection
-    measured twice (e.g. `--repeat 10` against the default) it says whether fewer timed
-    runs keep the ranking.
+  - rank agreement per problem over the configs both timed, without and with the
+    reference entry: Spearman's rho (median, p10, mean), how often both pick the same
+    fastest choice, what NEW's pick costs when timed by BASE and BASE's pick when timed by
+    NEW (best / time of the other's pick, geomean: the top-1 of a model that knew the other
+    run's times), the regret of those picks (p95 over both ways), and how many problems have
+    a choice more than 1.35x apart. Run on one collection measured twice (e.g. `--repeat
+    10` against the default, or the same command twice) it says whether the ranking holds.
 
   python3 bench/compare_datasets.py base.json new.json [--sms 132]
 """
@@ -99,10 +101,14 @@ def spearman(a, b):
     return cov / var if var > 0 else None
 
 
-def rank_agreement(base, new, problems):
-    rhos, same, pick_cost = [], 0, []
+def rank_agreement(base, new, problems, with_reference):
+    """Per problem over the choices both timed (the reference entry too when asked):
+    Spearman's rho, whether both runs pick the same fastest choice, each run's pick timed
+    by the other run (best / time of the pick, both ways) and whether a choice moved by
+    more than 1.35x."""
+    rhos, same, pick_cost, moved = [], 0, [], 0
     for p in problems:
-        names = sorted(set(base[p]) & set(new[p]) - {"aten"})
+        names = sorted(set(base[p]) & set(new[p]) - (set() if with_reference else {"aten"}))
         if len(names) < 3:
             continue
         a = [base[p][n] for n in names]
@@ -111,10 +117,11 @@ def rank_agreement(base, new, problems):
         if rho is None:
             continue
         rhos.append(rho)
-        pick = names[b.index(min(b))]
-        same += pick == names[a.index(min(a))]
-        pick_cost.append(min(a) / base[p][pick])
-    return rhos, same, pick_cost
+        new_pick, base_pick = names[b.index(min(b))], names[a.index(min(a))]
+        same += new_pick == base_pick
+        pick_cost += [min(a) / base[p][new_pick], min(b) / new[p][base_pick]]
+        moved += any(abs(math.log(y / x)) > math.log(1.35) for x, y in zip(a, b))
+    return rhos, same, pick_cost, moved
 
 
 def main():
@@ -157,16 +164,20 @@ def main():
     for key, speedups in sorted(buckets.items()):
         print("| %s | %d | %.2f | %.2f | %.2f |" % ((key, len(speedups)) + quantiles(speedups)))
 
-    rhos, same, pick_cost = rank_agreement(base, new, common)
-    if rhos:
+    print("\nrank agreement over the choices both timed (problems with 3+): Spearman; the same fastest")
+    print("choice; each run's pick timed by the other run (best / time of the pick, geomean, both ways)")
+    print("and its regret (time / best - 1, p95); problems with a choice more than 1.35x apart")
+    print("| choices | problems | Spearman median | p10 | mean | same fastest | pick by the other run | regret p95 | 1.35x apart |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, with_reference in (("configs", False), ("configs and reference", True)):
+        rhos, same, pick_cost, moved = rank_agreement(base, new, common, with_reference)
+        if not rhos:
+            continue
         median, p10, _ = quantiles(rhos)
         geomean = math.exp(statistics.fmean(math.log(c) for c in pick_cost))
-        print("\nrank agreement over the configs both timed (problems with 3+ configs)")
-        print("| problems | Spearman median | p10 | mean | same fastest config | base best / base time of new's pick, geomean |")
-        print("|---|---|---|---|---|---|")
-        print(f"| {len(rhos)} | {median:.3f} | {p10:.3f} | {statistics.fmean(rhos):.3f} | "
-              f"{same}/{len(rhos)} | {geomean:.3f} |")
-
+        regrets = sorted(1 / c - 1 for c in pick_cost)
+        print(f"| {label} | {len(rhos)} | {median:.3f} | {p10:.3f} | {statistics.fmean(rhos):.3f} | "
+              f"{same}/{len(rhos)} | {geomean:.4f} | {100 * regrets[(95 * len(regrets)) // 100]:.1f} % | {moved} |")
 
 if __name__ == "__main__":
     main()
