@@ -42,8 +42,8 @@ PRECOMPILE_TIMEOUT_S = 1800
 
 # Timed runs are enqueued in groups behind a GPU spin (the gate) that outlasts the host's
 # enqueueing of the whole group, so no run waits for the host: a run that did would time
-# the host's launch too (tens of microseconds for a Triton kernel; on a busy host, while the
-# other worker compiles, every run of a problem came out 20-110 us slow).
+# the host's launch too (tens of microseconds for a Triton kernel, more on busy cores:
+# mm 4096x361x32 fp16 took 11.1 us that way against 5.6, bench/timing_noise.py).
 GATED_RUNS = 25
 # The gate lasts this many times the host's last measured enqueueing time of a group, and
 # at least GATE_MIN_MS; a gate that opened too soon is retried, longer, up to GATE_ATTEMPTS
@@ -57,10 +57,10 @@ FIRST_ENQUEUE_MS = 0.1
 # a gate lasts at least as long as asked.
 SPIN_CYCLES_PER_MS = 2_000_000
 # The SM clock while a group runs, read from short spins' own times (cycles over elapsed
-# time) before and after it. The GPU idles at 345 MHz while a problem compiles and needs a moment
-# to reach its 1980 MHz; a group timed under CLOCK_FLOOR of the top clock (the device's, or
-# the highest read) is timed again after the GPU has spun for the next of CLOCK_WAITS_MS;
-# still slow after the last: an error.
+# time) before and after it: the GPU idles at 345 MHz while a problem compiles, and another
+# worker's context taking its turn on the GPU reads as a clock far below that. A group read
+# under CLOCK_FLOOR of the top clock (the device's, or the highest read) is timed again after
+# the GPU has spun for the next of CLOCK_WAITS_MS; still slow after the last: an error.
 CLOCK_FLOOR = 0.75
 CLOCK_WAITS_MS = (5.0, 20.0, 80.0, 320.0)
 # The spins before and after a group that read the clock: about 20 us each at 1.98 GHz.
