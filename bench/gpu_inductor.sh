@@ -4,6 +4,7 @@
 #   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset, shape padding off
 #                                                         #   (resumes *_default_lognormal_unpadded; the
 #                                                         #   older files were timed another way: DEFAULT_DATA=)
+#   bash bench/gpu_inductor.sh collect_set                # the five DEFAULT sets, shape padding off, in turn
 #   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes; the shipped files
 #                                                         #   predate the worker's launch-hidden timing and are
 #                                                         #   refused: EXHAUSTIVE_DATA= a new file)
@@ -94,6 +95,36 @@ step_collect() {
   # shellcheck disable=SC2086 # COLLECT_FLAGS is a list of options
   collect_until_time collect_default "$default_data" --num-shapes "${NUM_SHAPES:-400}" --search-space DEFAULT \
     --workers-per-device "${DEFAULT_WORKERS:-1}" ${COLLECT_FLAGS:-}
+}
+
+# The five DEFAULT sets the shipped model is trained on, measured as the worker does now
+# (shape padding off) into *_unpadded files, each resumed in turn until STEP_SECONDS are
+# spent (a finished file moves on to the next); two workers. The files and logs come back
+# as one $out/collect_set.tar (the device tool returns few files).
+default_set=(
+  "lognormal_unpadded|42|800|"
+  "lognormal_s44_unpadded|44|400|"
+  "small_m_unpadded|42|120|--min-size 1 --log-normal-m-mean 2.0 --log-normal-m-std 1.2"
+  "gemv_unpadded|42|400|--min-size 1 --log-normal-m-mean 0.5 --log-normal-m-std 1.0 --log-normal-n-mean 7.0 --log-normal-k-mean 7.0"
+  "aligned_unpadded|45|400|--multiple-of 64"
+)
+step_collect_set() {
+  local deadline entry name seed shapes flags left file packed=()
+  deadline=$(($(date +%s) + step_seconds))
+  for entry in "${default_set[@]}"; do
+    IFS='|' read -r name seed shapes flags <<<"$entry"
+    left=$((deadline - $(date +%s)))
+    ((left > 30)) || break
+    # shellcheck disable=SC2086 # flags is a list of options
+    COLLECT_SEED=$seed step_seconds=$left collect_until_time "collect_$name" \
+      "data/datasets/${gpu}_inductor_default_$name.msgpack" --num-shapes "$shapes" --search-space DEFAULT \
+      --workers-per-device "${DEFAULT_WORKERS:-2}" $flags
+    for file in "${gpu}_inductor_default_$name.msgpack" "${gpu}_inductor_default_$name.msgpack.meta.json" \
+      "collect_$name.stdout" "collect_$name.log"; do
+      [[ -f $out/$file ]] && packed+=("$file")
+    done
+  done
+  ((${#packed[@]})) && tar -cf "$out/collect_set.tar" -C "$out" "${packed[@]}" && (cd "$out" && rm -f "${packed[@]}")
 }
 
 # Each worker compiles a problem's hundreds of choices on its process pool, and two workers
@@ -219,7 +250,7 @@ step_e2e_transformer() {
 
 for step in "$@"; do
   case $step in
-    build | build_cli | test | collect | exhaustive | speed | speed_exhaustive | repeats | train_speed | e2e_lognormal | e2e_transformer) "step_$step" ;;
+    build | build_cli | test | collect | collect_set | exhaustive | speed | speed_exhaustive | repeats | train_speed | e2e_lognormal | e2e_transformer) "step_$step" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
