@@ -5,10 +5,13 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "command.hpp"
 #include "matmul_toolkit/collect/dataset_merge.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/core/meta_sidecar.hpp"
 
 namespace mmt::cli {
 namespace {
@@ -35,6 +38,8 @@ int run_merge(const MergeOptions& options, const GlobalOptions& global) {
     std::vector<fs::path> skipped;
     const auto files =
         collect::expand_merge_inputs({options.inputs.begin(), options.inputs.end()}, output, &skipped);
+    const std::string mixed = core::mixed_timing_warning(files);
+    if (!mixed.empty()) spdlog::warn("{}", mixed);
     auto result = collect::merge_dataset_files(files);
     result.summary.skipped = skipped;
     collect::save_merge(result, output);

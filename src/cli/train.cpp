@@ -1,12 +1,16 @@
 // `train --dataset F [--dataset G ...] | --data-dir D`: fit a runtime model on a dataset, save it and its logs.
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "command.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/core/meta_sidecar.hpp"
 #include "train_options.hpp"
 
 namespace mmt::cli {
@@ -29,10 +33,27 @@ struct TrainCommandOptions {
     }
 };
 
+// Every dataset file the options name, directories listed.
+std::vector<std::filesystem::path> dataset_files(const TrainCommandOptions& o) {
+    std::vector<std::filesystem::path> files;
+    std::vector<std::string> paths = o.datasets;
+    if (!o.data_dir.empty()) paths.push_back(o.data_dir);
+    for (const auto& path : paths) {
+        if (!std::filesystem::is_directory(path)) {
+            files.emplace_back(path);
+            continue;
+        }
+        for (auto& file : core::list_dataset_files(path, o.file_extensions)) files.push_back(std::move(file));
+    }
+    return files;
+}
+
 int run_train(const TrainCommandOptions& o, const GlobalOptions& global) {
     if (o.datasets.empty() && o.data_dir.empty()) {
         throw core::InputError("--dataset", "give a dataset: --dataset FILE or --data-dir DIR");
     }
+    const std::string mixed = core::mixed_timing_warning(dataset_files(o));
+    if (!mixed.empty()) spdlog::warn("{}", mixed);
     if (!o.data_dir.empty()) {
         return run_training(o.training, core::load_dataset_dir(o.data_dir, o.file_extensions), o.data_dir, global);
     }

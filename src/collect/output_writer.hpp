@@ -121,12 +121,8 @@ private:
                                                           "; choose another --output or move the file away");
             }
         }
-        const auto timing_of = [](const core::OrderedJson& run) -> std::string {
-            if (!run.contains("environment") || !run["environment"].contains("timing")) return "";
-            const auto& timing = run["environment"]["timing"];
-            return timing.is_string() ? timing.get<std::string>() : timing.dump();
-        };
-        const std::string old_timing = timing_of(old_run), new_timing = timing_of(m_run_meta);
+        const std::string old_timing = core::inductor_timing_method(old_run),
+                          new_timing = core::inductor_timing_method(m_run_meta);
         if (m_run_meta.value("backend", std::string()) == "inductor" && old_timing != new_timing) {
             throw core::InputError(file.string(), "was timed by \"" +
                                                       (old_timing.empty() ? std::string("Inductor's benchmarker")

@@ -1,5 +1,7 @@
 #include "matmul_toolkit/core/meta_sidecar.hpp"
 
+#include <map>
+
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
@@ -31,6 +33,34 @@ void merge_meta_sidecar(const std::filesystem::path& dataset_path, const Ordered
     auto meta = load_meta_sidecar(dataset_path);
     merge_json_objects(meta, patch);
     save_meta_sidecar(dataset_path, meta);
+}
+
+std::string inductor_timing_method(const OrderedJson& run) {
+    if (!run.is_object()) return "";
+    if (run.contains("environment") && run["environment"].is_object() && run["environment"].contains("timing")) {
+        const auto& timing = run["environment"]["timing"];
+        return timing.is_string() ? timing.get<std::string>() : timing.dump();
+    }
+    return run.value("backend", std::string()) == "inductor" ? "Inductor's benchmarker" : "";
+}
+
+std::string mixed_timing_warning(const std::vector<std::filesystem::path>& files) {
+    std::map<std::string, std::vector<std::string>> by_method;
+    for (const auto& file : files) {
+        const auto meta = load_meta_sidecar(file);
+        if (!meta.contains("run")) continue;
+        const std::string method = inductor_timing_method(meta["run"]);
+        if (!method.empty()) by_method[method].push_back(file.string());
+    }
+    if (by_method.size() < 2) return "";
+    std::string line = "the datasets were timed different ways (their sidecars' run.environment.timing):";
+    for (const auto& [method, names] : by_method) {
+        line += " \"" + method + "\":";
+        for (const auto& name : names) line += " " + name;
+        line += ";";
+    }
+    line.back() = '.';
+    return line;
 }
 
 void merge_json_objects(OrderedJson& target, const OrderedJson& patch) {

@@ -72,6 +72,22 @@ TEST_F(MergeCli, RepeatedRunsOfOneFileKeepTheMedianAndSayHowMany) {
     EXPECT_EQ(core::load_meta_sidecar(dir / "out" / "m.json")["merge"]["entries_combined"], 1);
 }
 
+TEST_F(MergeCli, FilesTimedDifferentWaysAreMergedWithAWarningThatNamesThem) {
+    core::Dataset one;
+    one.add_timing("NVIDIA H200", "mm", core::make_shape(1, 64, 64, 64, "bfloat16"), {core::GemmConfig{}, 0.01, 1});
+    for (const char* timing : {"padding on", "padding off"}) {
+        const auto file = dir / (std::string(timing) == "padding on" ? "old.json" : "new.json");
+        core::save_dataset(one, file);
+        core::save_meta_sidecar(file, {{"run", {{"backend", "inductor"}, {"environment", {{"timing", timing}}}}}});
+    }
+    const auto r = run_cli({"merge", "--inputs", (dir / "new.json").string(), (dir / "old.json").string(), "--output",
+                            (dir / "m.json").string()},
+                           dir / "logs");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("timed different ways"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("\"padding on\": " + (dir / "old.json").string()), std::string::npos) << r.err;
+}
+
 TEST_F(MergeCli, BadInputIsOneErrorLine) {
     auto r = run_cli({"merge", "--inputs", (dir / "absent.json").string(), "--output", (dir / "m.json").string()},
                      dir / "logs");

@@ -10,6 +10,7 @@
 
 #include "cli_runner.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/meta_sidecar.hpp"
 #include "tiny_model.hpp"
 
 namespace mmt {
@@ -87,7 +88,7 @@ int problems_trained_on(const std::string& out) {
     return std::stoi(m[1]) + std::stoi(m[2]) + std::stoi(m[3]);
 }
 
-TEST_F(TrainCommand, MergesTheDatasetsGivenSeveralTimes) {
+TEST_F(TrainCommand, MergesTheDatasetsGivenSeveralTimesAndSaysWhenTheyWereTimedDifferentWays) {
     // The sample's problems split over two files: given both, training sees them all.
     const auto table = core::load_dataset(testing::sample_dataset()).to_table();
     ASSERT_GE(table.size(), 4u);
@@ -100,12 +101,20 @@ TEST_F(TrainCommand, MergesTheDatasetsGivenSeveralTimes) {
     }
     core::save_dataset(first, dir / "first.json");
     core::save_dataset(second, dir / "second.json");
+    // As if the Inductor backend had timed them before and after a change of method.
+    core::save_meta_sidecar(dir / "first.json", {{"run", {{"backend", "inductor"}, {"environment", {{"timing", "a"}}}}}});
+    core::save_meta_sidecar(dir / "second.json", {{"run", {{"backend", "inductor"}, {"environment", {{"timing", "b"}}}}}});
     const auto one = train({"--dataset", (dir / "first.json").string()});
     const auto both = train({"--dataset", (dir / "first.json").string(), "--dataset", (dir / "second.json").string()});
     ASSERT_EQ(one.exit_code, 0) << one.err;
     ASSERT_EQ(both.exit_code, 0) << both.err;
     EXPECT_EQ(problems_trained_on(one.out), static_cast<int>(first.num_problems())) << one.out;
     EXPECT_EQ(problems_trained_on(both.out), static_cast<int>(table.size())) << both.out;
+    EXPECT_EQ(one.err.find("timed different ways"), std::string::npos) << one.err;
+    EXPECT_NE(both.err.find("timed different ways (their sidecars' run.environment.timing): \"a\": " +
+                            (dir / "first.json").string() + "; \"b\": " + (dir / "second.json").string()),
+              std::string::npos)
+        << both.err;
 }
 
 TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {

@@ -56,6 +56,33 @@ TEST_F(MetaSidecar, MergesObjectsKeyByKeyAndReplacesOtherValues) {
               "}\n");
 }
 
+TEST_F(MetaSidecar, InductorTimingMethodIsTheRunsOwnOrInductorsBenchmarkerBeforeItWasNamed) {
+    EXPECT_EQ(inductor_timing_method(OrderedJson::parse(
+                  R"({"backend": "inductor", "environment": {"timing": "gated, padding off"}})")),
+              "gated, padding off");
+    EXPECT_EQ(inductor_timing_method(OrderedJson::parse(R"({"backend": "inductor", "environment": {}})")),
+              "Inductor's benchmarker");
+    EXPECT_EQ(inductor_timing_method(OrderedJson::parse(R"({"backend": "native"})")), "");
+    EXPECT_EQ(inductor_timing_method(OrderedJson::array()), "");
+}
+
+TEST_F(MetaSidecar, MixedTimingWarningNamesTheFilesOfEachMethod) {
+    const auto run_timed = [](const std::string& timing) {
+        return OrderedJson{{"run", {{"backend", "inductor"}, {"environment", {{"timing", timing}}}}}};
+    };
+    const auto a = dataset().parent_path() / "a.msgpack", b = dataset().parent_path() / "b.msgpack",
+               c = dataset().parent_path() / "c.msgpack", n = dataset().parent_path() / "native.json";
+    save_meta_sidecar(a, run_timed("padding off"));
+    save_meta_sidecar(b, run_timed("padding on"));
+    save_meta_sidecar(c, run_timed("padding off"));
+    save_meta_sidecar(n, OrderedJson{{"run", {{"backend", "native"}}}});
+    // No sidecar, another backend, one method: nothing to say.
+    EXPECT_EQ(mixed_timing_warning({a, c, n, dataset()}), "");
+    EXPECT_EQ(mixed_timing_warning({b, a, c, n}),
+              "the datasets were timed different ways (their sidecars' run.environment.timing): \"padding off\": " +
+                  a.string() + " " + c.string() + "; \"padding on\": " + b.string() + ".");
+}
+
 TEST_F(MetaSidecar, RejectsASidecarThatIsNotAnObject) {
     write_file_atomically(meta_sidecar_path(dataset()), "[1, 2]");
     try {

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "matmul_toolkit/core/json_codec.hpp"
 #include "matmul_toolkit/core/types.hpp"
@@ -34,6 +35,16 @@ void merge_meta_sidecar(const std::filesystem::path& dataset_path, const Ordered
 
 /// Merges `patch` into `target`: objects key by key (recursively), anything else replaced.
 void merge_json_objects(OrderedJson& target, const OrderedJson& patch);
+
+/// How the Inductor backend timed a file, from its sidecar's "run" object: run.environment.timing,
+/// "Inductor's benchmarker" for an Inductor run from before the worker named its method, ""
+/// for another backend.
+std::string inductor_timing_method(const OrderedJson& run);
+
+/// One line naming the files of each method when the Inductor backend timed `files` more
+/// than one way (their times then measure different things: padded or not, launch timed or
+/// not), else "". Files without a sidecar or of another backend are left out.
+std::string mixed_timing_warning(const std::vector<std::filesystem::path>& files);
 
 /// The key of one problem under "problems": "<hardware>|<op>|<shape key>".
 std::string meta_problem_key(const std::string& hardware, const std::string& op,
