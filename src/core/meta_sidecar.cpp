@@ -47,7 +47,12 @@ std::string inductor_timing_method(const OrderedJson& run) {
 std::string mixed_timing_warning(const std::vector<std::filesystem::path>& files) {
     std::map<std::string, std::vector<std::string>> by_method;
     for (const auto& file : files) {
-        const auto meta = load_meta_sidecar(file);
+        OrderedJson meta;
+        try {
+            meta = load_meta_sidecar(file);
+        } catch (const InputError&) {
+            continue;  // an unreadable sidecar says nothing of the method; the data may still be fine
+        }
         if (!meta.contains("run")) continue;
         const std::string method = inductor_timing_method(meta["run"]);
         if (!method.empty()) by_method[method].push_back(file.string());

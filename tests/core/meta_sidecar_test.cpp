@@ -76,8 +76,10 @@ TEST_F(MetaSidecar, MixedTimingWarningNamesTheFilesOfEachMethod) {
     save_meta_sidecar(b, run_timed("padding on"));
     save_meta_sidecar(c, run_timed("padding off"));
     save_meta_sidecar(n, OrderedJson{{"run", {{"backend", "native"}}}});
-    // No sidecar, another backend, one method: nothing to say.
-    EXPECT_EQ(mixed_timing_warning({a, c, n, dataset()}), "");
+    const auto broken = dataset().parent_path() / "broken.json";
+    write_file_atomically(meta_sidecar_path(broken), "[1, 2]");
+    // No sidecar, an unreadable one, another backend, one method: nothing to say.
+    EXPECT_EQ(mixed_timing_warning({a, c, n, dataset(), broken}), "");
     EXPECT_EQ(mixed_timing_warning({b, a, c, n}),
               "the datasets were timed different ways (their sidecars' run.environment.timing): \"padding off\": " +
                   a.string() + " " + c.string() + "; \"padding on\": " + b.string() + ".");

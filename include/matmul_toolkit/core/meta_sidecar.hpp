@@ -43,7 +43,7 @@ std::string inductor_timing_method(const OrderedJson& run);
 
 /// One line naming the files of each method when the Inductor backend timed `files` more
 /// than one way (their times then measure different things: padded or not, launch timed or
-/// not), else "". Files without a sidecar or of another backend are left out.
+/// not), else "". Files without a (readable) sidecar or of another backend are left out.
 std::string mixed_timing_warning(const std::vector<std::filesystem::path>& files);
 
 /// The key of one problem under "problems": "<hardware>|<op>|<shape key>".
