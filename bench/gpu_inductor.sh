@@ -99,7 +99,8 @@ step_collect() {
 
 # The five DEFAULT sets the shipped model is trained on, measured as the worker does now
 # (shape padding off) into *_unpadded files, each resumed in turn until STEP_SECONDS are
-# spent (a finished file moves on to the next); two workers. The files and logs come back
+# spent (a finished file moves on to the next); two workers a GPU. COLLECT_DEVICES=all
+# measures on every GPU of the machine (two workers each). The files and logs come back
 # as one $out/collect_set.tar (the device tool returns few files).
 default_set=(
   "lognormal_unpadded|42|800|"
@@ -118,7 +119,7 @@ step_collect_set() {
     # shellcheck disable=SC2086 # flags is a list of options
     COLLECT_SEED=$seed step_seconds=$left collect_until_time "collect_$name" \
       "data/datasets/${gpu}_inductor_default_$name.msgpack" --num-shapes "$shapes" --search-space DEFAULT \
-      --workers-per-device "${DEFAULT_WORKERS:-2}" $flags
+      --workers-per-device "${DEFAULT_WORKERS:-2}" ${COLLECT_DEVICES:+--devices "$COLLECT_DEVICES"} $flags
     for file in "${gpu}_inductor_default_$name.msgpack" "${gpu}_inductor_default_$name.msgpack.meta.json" \
       "collect_$name.stdout" "collect_$name.log"; do
       [[ -f $out/$file ]] && packed+=("$file")
