@@ -100,8 +100,9 @@ step_collect() {
 # The five DEFAULT sets the shipped model is trained on, measured as the worker does now
 # (shape padding off) into *_unpadded files, each resumed in turn until STEP_SECONDS are
 # spent (a finished file moves on to the next); two workers a GPU. COLLECT_DEVICES=all
-# measures on every GPU of the machine (two workers each). The files and logs come back
-# as one $out/collect_set.tar (the device tool returns few files).
+# measures on every GPU of the machine (two workers each). The files this call changed and
+# their logs come back gzipped in 15 MiB pieces (the device tool returns at most 8 files of
+# 16 MiB): cat $out/collect_set.tgz.* | tar -xz -C data/datasets
 default_set=(
   "lognormal_unpadded|42|800|"
   "lognormal_s44_unpadded|44|400|"
@@ -110,22 +111,26 @@ default_set=(
   "aligned_unpadded|45|400|--multiple-of 64"
 )
 step_collect_set() {
-  local deadline entry name seed shapes flags left file packed=()
+  local deadline entry name seed shapes flags left data before file packed=()
   deadline=$(($(date +%s) + step_seconds))
   for entry in "${default_set[@]}"; do
     IFS='|' read -r name seed shapes flags <<<"$entry"
     left=$((deadline - $(date +%s)))
     ((left > 30)) || break
+    data=data/datasets/${gpu}_inductor_default_$name.msgpack
+    before=$([[ -f $data ]] && cksum <"$data")
     # shellcheck disable=SC2086 # flags is a list of options
-    COLLECT_SEED=$seed step_seconds=$left collect_until_time "collect_$name" \
-      "data/datasets/${gpu}_inductor_default_$name.msgpack" --num-shapes "$shapes" --search-space DEFAULT \
+    COLLECT_SEED=$seed step_seconds=$left collect_until_time "collect_$name" "$data" \
+      --num-shapes "$shapes" --search-space DEFAULT \
       --workers-per-device "${DEFAULT_WORKERS:-2}" ${COLLECT_DEVICES:+--devices "$COLLECT_DEVICES"} $flags
-    for file in "${gpu}_inductor_default_$name.msgpack" "${gpu}_inductor_default_$name.msgpack.meta.json" \
-      "collect_$name.stdout" "collect_$name.log"; do
+    # A finished file that this call left as it was need not come back.
+    [[ -f $data && $(cksum <"$data") != "$before" ]] || continue
+    for file in "${data##*/}" "${data##*/}.meta.json" "collect_$name.stdout" "collect_$name.log"; do
       [[ -f $out/$file ]] && packed+=("$file")
     done
   done
-  ((${#packed[@]})) && tar -cf "$out/collect_set.tar" -C "$out" "${packed[@]}" && (cd "$out" && rm -f "${packed[@]}")
+  ((${#packed[@]})) || return 0
+  tar -czf - -C "$out" "${packed[@]}" | split -b 15M -d - "$out/collect_set.tgz." && (cd "$out" && rm -f "${packed[@]}")
 }
 
 # Each worker compiles a problem's hundreds of choices on its process pool, and two workers
