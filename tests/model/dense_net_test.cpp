@@ -1,5 +1,6 @@
 #include "dense_net.hpp"
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -122,6 +123,16 @@ TEST(DenseNet, SplitsOnlyExactlyZeroBlocks) {
     net.forward(x.data(), 5, a.data(), scratch);
     dense_net.forward(x.data(), 5, b.data(), scratch);
     for (std::size_t r = 0; r < 5; ++r) EXPECT_NEAR(a[r], b[r], 1e-5) << "row " << r;
+}
+
+// Subnormal weights and biases (a trained model had 202) are stored as zeros; the rest as given.
+TEST(DenseNet, FlushesSubnormalWeightsToZero) {
+    const float tiny = std::numeric_limits<float>::denorm_min() * 7.0f;
+    const float smallest_normal = std::numeric_limits<float>::min();
+    const DenseLayer layer =
+        make_dense_layer(2, 2, {tiny, -tiny, smallest_normal, 0.25f}, {-tiny, 1.5f}, false, false);
+    EXPECT_EQ(layer.weight, (std::vector<float>{0.0f, 0.0f, smallest_normal, 0.25f}));
+    EXPECT_EQ(layer.bias, (std::vector<float>{0.0f, 1.5f}));
 }
 
 }  // namespace
