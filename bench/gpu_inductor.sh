@@ -4,7 +4,7 @@
 #   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset, shape padding off
 #                                                         #   (resumes *_default_lognormal_unpadded; the
 #                                                         #   older files were timed another way: DEFAULT_DATA=)
-#   bash bench/gpu_inductor.sh collect_set                # the five DEFAULT sets, shape padding off, in turn
+#   bash bench/gpu_inductor.sh collect_set                # the DEFAULT sets, shape padding off, in turn
 #   bash bench/gpu_inductor.sh exhaustive                 # EXHAUSTIVE problems (resumes; the shipped files
 #                                                         #   predate the worker's launch-hidden timing and are
 #                                                         #   refused: EXHAUSTIVE_DATA= a new file)
@@ -97,7 +97,7 @@ step_collect() {
     --workers-per-device "${DEFAULT_WORKERS:-1}" ${COLLECT_FLAGS:-}
 }
 
-# The five DEFAULT sets the shipped model is trained on, measured as the worker does now
+# The DEFAULT sets the shipped model is trained on, measured as the worker does now
 # (shape padding off) into *_unpadded files, each resumed in turn until STEP_SECONDS are
 # spent (a finished file moves on to the next); two workers a GPU. COLLECT_DEVICES=all
 # measures on every GPU of the machine (two workers each). The files this call changed and
@@ -109,6 +109,10 @@ default_set=(
   "small_m_unpadded|42|120|--min-size 1 --log-normal-m-mean 2.0 --log-normal-m-std 1.2"
   "gemv_unpadded|42|400|--min-size 1 --log-normal-m-mean 0.5 --log-normal-m-std 1.0 --log-normal-n-mean 7.0 --log-normal-k-mean 7.0"
   "aligned_unpadded|45|400|--multiple-of 64"
+  # More problems of other seeds, the shapes the model misses most (small M, GEMV) first.
+  "small_m_s47_unpadded|47|200|--min-size 1 --log-normal-m-mean 2.0 --log-normal-m-std 1.2"
+  "gemv_s48_unpadded|48|200|--min-size 1 --log-normal-m-mean 0.5 --log-normal-m-std 1.0 --log-normal-n-mean 7.0 --log-normal-k-mean 7.0"
+  "lognormal_s46_unpadded|46|800|"
 )
 step_collect_set() {
   local deadline entry name seed shapes flags left data before file packed=()
