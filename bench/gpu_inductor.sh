@@ -100,7 +100,8 @@ step_collect() {
 # The DEFAULT sets the shipped model is trained on, measured as the worker does now
 # (shape padding off) into *_unpadded files, each resumed in turn until STEP_SECONDS are
 # spent (a finished file moves on to the next); two workers a GPU. COLLECT_DEVICES=all
-# measures on every GPU of the machine (two workers each). The files this call changed and
+# measures on every GPU of the machine (two workers each). COLLECT_SETS="name ..." takes only
+# the sets named (a finished set still costs ~17 s of worker start-up). The files this call changed and
 # their logs come back gzipped in 15 MiB pieces (the device tool returns at most 8 files of
 # 16 MiB): cat $out/collect_set.tgz.* | tar -xz -C data/datasets
 default_set=(
@@ -119,6 +120,7 @@ step_collect_set() {
   deadline=$(($(date +%s) + step_seconds))
   for entry in "${default_set[@]}"; do
     IFS='|' read -r name seed shapes flags <<<"$entry"
+    [[ -z ${COLLECT_SETS:-} || " $COLLECT_SETS " == *" $name "* ]] || continue
     left=$((deadline - $(date +%s)))
     ((left > 30)) || break
     data=data/datasets/${gpu}_inductor_default_$name.msgpack
@@ -127,8 +129,12 @@ step_collect_set() {
     COLLECT_SEED=$seed step_seconds=$left collect_until_time "collect_$name" "$data" \
       --num-shapes "$shapes" --search-space DEFAULT \
       --workers-per-device "${DEFAULT_WORKERS:-2}" ${COLLECT_DEVICES:+--devices "$COLLECT_DEVICES"} $flags
-    # A finished file that this call left as it was need not come back.
-    [[ -f $data && $(cksum <"$data") != "$before" ]] || continue
+    # A finished file that this call left as it was need not come back, nor its copies (the
+    # device tool returns 8 files at most).
+    if [[ ! -f $data || $(cksum <"$data") == "$before" ]]; then
+      (cd "$out" && rm -f "${data##*/}" "${data##*/}.meta.json" "collect_$name.stdout" "collect_$name.log")
+      continue
+    fi
     for file in "${data##*/}" "${data##*/}.meta.json" "collect_$name.stdout" "collect_$name.log"; do
       [[ -f $out/$file ]] && packed+=("$file")
     done
