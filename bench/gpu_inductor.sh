@@ -89,7 +89,7 @@ collect_until_time() {
 # DEFAULT_WORKERS=2 overlaps one worker's compile with the other's benchmarking.
 # COLLECT_SEED draws another problem list (default 42).
 # COLLECT_FLAGS adds collect options, e.g. the small-M (decode) set:
-#   DEFAULT_DATA=data/datasets/h200_inductor_default_small_m.msgpack NUM_SHAPES=120 \
+#   DEFAULT_DATA=data/datasets/h200_inductor_default_small_m_unpadded.msgpack NUM_SHAPES=120 \
 #   COLLECT_FLAGS="--min-size 1 --log-normal-m-mean 2.0 --log-normal-m-std 1.2"
 step_collect() {
   # shellcheck disable=SC2086 # COLLECT_FLAGS is a list of options
