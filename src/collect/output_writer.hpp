@@ -124,10 +124,11 @@ private:
         const std::string old_timing = core::inductor_timing_method(old_run),
                           new_timing = core::inductor_timing_method(m_run_meta);
         if (m_run_meta.value("backend", std::string()) == "inductor" && old_timing != new_timing) {
-            throw core::InputError(file.string(), "was timed by \"" +
-                                                      (old_timing.empty() ? std::string("Inductor's benchmarker")
-                                                                          : old_timing) +
-                                                      "\", this run by \"" + new_timing +
+            // Empty only where the file's run names no backend (an Inductor run without a
+            // timing field is "Inductor's benchmarker").
+            const std::string old_method =
+                old_timing.empty() ? "a method it does not record" : "\"" + old_timing + "\"";
+            throw core::InputError(file.string(), "was timed by " + old_method + ", this run by \"" + new_timing +
                                                       "\"; choose another --output or move the file away");
         }
     }

@@ -79,6 +79,15 @@ TEST_F(CollectInductor, ResumeRefusesAFileTimedAnotherWay) {
     const auto old = run_cli(collect_args(), m_dir / "old");
     EXPECT_EQ(old.exit_code, 2);
     EXPECT_NE(old.err.find("was timed by \"Inductor's benchmarker\""), std::string::npos) << old.err;
+
+    // A run that names no backend says nothing of its timing either.
+    meta["run"].erase("backend");
+    core::save_meta_sidecar(m_dir / "d.json", meta);
+    const auto unnamed = run_cli(collect_args(), m_dir / "unnamed");
+    EXPECT_EQ(unnamed.exit_code, 2);
+    EXPECT_NE(unnamed.err.find("was timed by a method it does not record, this run by \"fake events\""),
+              std::string::npos)
+        << unnamed.err;
     EXPECT_EQ(requests(), 3u) << "a refused resume measured something";
 }
 
