@@ -113,7 +113,8 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
     cmd.add_option("--ranking-loss", o.ranking_loss,
                    "The within-problem term --ranking-weight weighs: offset (each prediction's offset from "
                    "its problem's mean against the measured one, squared) or pairwise (a logistic loss on "
-                   "the predicted order of each two configs of a problem more than 5 % apart)")
+                   "the predicted order of each two configs of a problem more than 5 % apart) or top (pairwise, each pair "
+                   "weighted up to 5x by how close its faster config is to the problem's fastest)")
         ->capture_default_str();
     cmd.add_option("--batch-norm", o.batch_norm,
                    "What BatchNorm does in training: affine (a learnt scale and shift per unit, as at "

@@ -25,7 +25,8 @@ namespace mmt::model {
 RankingLoss parse_ranking_loss(const std::string& name) {
     if (name == "offset") return RankingLoss::offset;
     if (name == "pairwise") return RankingLoss::pairwise;
-    throw core::InputError("--ranking-loss", "unknown loss '" + name + "' (expected offset or pairwise)");
+    if (name == "top") return RankingLoss::top;
+    throw core::InputError("--ranking-loss", "unknown loss '" + name + "' (expected offset, pairwise or top)");
 }
 
 BatchNormMode parse_batch_norm_mode(const std::string& name) {

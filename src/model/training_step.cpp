@@ -1,5 +1,7 @@
 #include "training_step.hpp"
 
+#include <cmath>
+
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/loss.h>
 
@@ -24,15 +26,26 @@ namespace {
 // under 1 % of a wrong one.
 constexpr double kPairMargin = 0.05;
 constexpr double kPairSharpness = 30.0;
+// RankingLoss::top: a pair whose faster config is the problem's fastest weighs 1 + kTopBoost,
+// one 10 % behind it 1 + kTopBoost / e.
+constexpr double kTopBoost = 4.0;
+constexpr double kTopScale = 0.1;
 }  // namespace
 
-at::Tensor pairwise_ranking_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group) {
+at::Tensor pairwise_ranking_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group,
+                                 bool weight_top) {
     const at::Tensor p = predicted.view({-1});
     const at::Tensor y = measured.view({-1});
+    const at::Tensor same = group.view({-1, 1}) == group.view({1, -1});
     // [i][j]: row j measured slower than row i, both of one problem.
-    const at::Tensor slower = (group.view({-1, 1}) == group.view({1, -1})) &
-                              (y.view({1, -1}) - y.view({-1, 1}) > kPairMargin);
-    const at::Tensor weight = slower.to(p.scalar_type());
+    const at::Tensor slower = same & (y.view({1, -1}) - y.view({-1, 1}) > kPairMargin);
+    at::Tensor weight = slower.to(p.scalar_type());
+    if (weight_top) {
+        // Each row's problem's fastest time in the batch (a batch holds whole problems).
+        const at::Tensor fastest =
+            std::get<0>(torch::where(same, y.view({1, -1}), torch::full_like(y, INFINITY).view({1, -1})).min(1));
+        weight = weight * (1.0 + kTopBoost * torch::exp((fastest - y) / kTopScale)).view({-1, 1});
+    }
     const at::Tensor order = p.view({1, -1}) - p.view({-1, 1});  // p_j - p_i, > 0 when right
     const at::Tensor pair_loss = torch::nn::functional::softplus(order * -kPairSharpness) / kPairSharpness;
     return (pair_loss * weight).sum() / weight.sum().clamp_min(1.0);
@@ -46,9 +59,9 @@ at::Tensor training_step(RuntimeNet& net, FlatAdam& optimizer, const at::Tensor&
     const at::Tensor predicted = net->forward(xb);
     at::Tensor loss = torch::nn::functional::mse_loss(predicted, yb);
     if (ranking.weight > 0.0) {
-        const at::Tensor term = ranking.loss == RankingLoss::pairwise
-                                    ? pairwise_ranking_loss(predicted, yb, group)
-                                    : within_problem_loss(predicted, yb, group, index.numel());
+        const at::Tensor term = ranking.loss == RankingLoss::offset
+                                    ? within_problem_loss(predicted, yb, group, index.numel())
+                                    : pairwise_ranking_loss(predicted, yb, group, ranking.loss == RankingLoss::top);
         loss = loss + ranking.weight * term;
     }
     loss.backward();

@@ -24,7 +24,10 @@ at::Tensor within_problem_loss(const at::Tensor& predicted, const at::Tensor& me
 /// the mean of softplus(-s (p_j - p_i)) / s with s = kPairSharpness: near zero once the
 /// prediction orders the pair right by a few hundredths of ln time, a hinge that grows
 /// with the wrong order. Mean over the pairs; 0 when the batch holds none. No host sync.
-at::Tensor pairwise_ranking_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group);
+/// `weight_top`: a weighted mean instead, each pair weighted by 1 + 4 exp(-(y_i - y_best) / 0.1)
+/// with y_best the problem's fastest row in the batch (RankingLoss::top).
+at::Tensor pairwise_ranking_loss(const at::Tensor& predicted, const at::Tensor& measured, const at::Tensor& group,
+                                 bool weight_top = false);
 
 /// The within-problem term of a training step and its weight (0: none).
 struct RankingTerm {

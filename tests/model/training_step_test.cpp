@@ -79,8 +79,9 @@ void expect_ranking_term_added(RankingLoss kind) {
     net->train();
     torch::NoGradGuard no_grad;
     const auto predicted = net->forward(x);
-    const double term = (kind == RankingLoss::pairwise ? pairwise_ranking_loss(predicted, y, group)
-                                                        : within_problem_loss(predicted, y, group, 6))
+    const double term = (kind == RankingLoss::offset
+                             ? within_problem_loss(predicted, y, group, 6)
+                             : pairwise_ranking_loss(predicted, y, group, kind == RankingLoss::top))
                             .item<double>();
     EXPECT_GT(term, 0.0);
     EXPECT_NEAR(losses[1], losses[0] + 2.0 * term, 1e-5);
@@ -89,6 +90,8 @@ void expect_ranking_term_added(RankingLoss kind) {
 TEST(TrainingStep, RankingWeightAddsTheWithinProblemTerm) { expect_ranking_term_added(RankingLoss::offset); }
 
 TEST(TrainingStep, RankingWeightAddsThePairwiseTerm) { expect_ranking_term_added(RankingLoss::pairwise); }
+
+TEST(TrainingStep, RankingWeightAddsTheTopWeightedTerm) { expect_ranking_term_added(RankingLoss::top); }
 
 // Problem 0: rows 0 and 1 are 1.0 apart in ln time, rows 2 and 1 0.98, rows 0 and 2 only
 // 0.02 (within the 5 % margin: no pair); row 3, of problem 1, pairs with none of them.
@@ -108,6 +111,29 @@ TEST(TrainingStep, PairwiseRankingLossScoresThePredictedOrderOfDistinctTimes) {
     const auto none = pairwise_ranking_loss(torch::tensor({3.0, 1.0}).view({-1, 1}),
                                             torch::tensor({0.0, 0.01}).view({-1, 1}), torch::tensor({0, 0}, torch::kLong));
     EXPECT_EQ(none.item<double>(), 0.0);
+}
+
+// Problem 0 measured 0, 0.5, 1.0 (pairs 0<1, 0<2, 1<2), problem 1 measured 3, 4 (pair 3<4).
+// The top weighting: a pair weighs 1 + 4 exp(-(y_faster - y_fastest) / 0.1).
+TEST(TrainingStep, TopWeightedPairsWeighTheOrderNearEachProblemsFastest) {
+    const auto group = torch::tensor({0, 0, 0, 1, 1}, torch::kLong);
+    const auto measured = torch::tensor({0.0, 0.5, 1.0, 3.0, 4.0}).view({-1, 1});
+    const double s = 30.0;
+    auto softplus = [](double v) { return std::log1p(std::exp(v)); };
+    // Every pair ordered wrong by its measured gap.
+    const auto predicted = torch::tensor({1.0, 0.5, 0.0, 4.0, 3.0}).view({-1, 1});
+    const double w_fastest = 5.0, w_second = 1.0 + 4.0 * std::exp(-5.0);
+    const double expected = (w_fastest * softplus(s * 0.5) + w_fastest * softplus(s * 1.0) +
+                             w_second * softplus(s * 0.5) + w_fastest * softplus(s * 1.0)) /
+                            s / (3.0 * w_fastest + w_second);
+    EXPECT_NEAR(pairwise_ranking_loss(predicted, measured, group, true).item<double>(), expected, 1e-6);
+    // The same error costs more between the fastest two than between the slowest two.
+    const auto top_wrong = torch::tensor({0.5, 0.0, 1.0, 3.0, 4.0}).view({-1, 1});
+    const auto tail_wrong = torch::tensor({0.0, 1.0, 0.5, 3.0, 4.0}).view({-1, 1});
+    EXPECT_GT(pairwise_ranking_loss(top_wrong, measured, group, true).item<double>(),
+              2.0 * pairwise_ranking_loss(tail_wrong, measured, group, true).item<double>());
+    EXPECT_NEAR(pairwise_ranking_loss(top_wrong, measured, group, false).item<double>(),
+                pairwise_ranking_loss(tail_wrong, measured, group, false).item<double>(), 1e-9);
 }
 
 }  // namespace

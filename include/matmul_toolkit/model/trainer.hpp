@@ -36,9 +36,12 @@ enum class RankingLoss {
     /// Over the pairs of configs of one problem whose measured times differ by more than
     /// 5 %, a logistic loss on the predicted order.
     pairwise,
+    /// pairwise, each pair weighted up by how close its faster config is to the problem's
+    /// fastest: the order near the top decides the pick.
+    top,
 };
 
-/// "offset" | "pairwise"; throws core::InputError("--ranking-loss", ...) otherwise.
+/// "offset" | "pairwise" | "top"; throws core::InputError("--ranking-loss", ...) otherwise.
 RankingLoss parse_ranking_loss(const std::string& name);
 
 /// What the networks' BatchNorm layers do while training (TrainOptions::batch_norm).
