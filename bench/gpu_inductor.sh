@@ -116,7 +116,7 @@ default_set=(
   "lognormal_s46_unpadded|46|800|"
 )
 step_collect_set() {
-  local deadline entry name seed shapes flags left data before file packed=()
+  local deadline entry name seed shapes flags left data archived before file packed=()
   deadline=$(($(date +%s) + step_seconds))
   for entry in "${default_set[@]}"; do
     IFS='|' read -r name seed shapes flags <<<"$entry"
@@ -124,6 +124,9 @@ step_collect_set() {
     left=$((deadline - $(date +%s)))
     ((left > 30)) || break
     data=data/datasets/${gpu}_inductor_default_$name.msgpack
+    # A set kept xz-compressed (data/archive, other GPUs' sets) is resumed from there.
+    archived=data/archive/${gpu}_inductor_default_$name.tar.xz
+    [[ ! -f $data && -f $archived ]] && tar -xJf "$archived" -C data/datasets
     before=$([[ -f $data ]] && cksum <"$data")
     # shellcheck disable=SC2086 # flags is a list of options
     COLLECT_SEED=$seed step_seconds=$left collect_until_time "collect_$name" "$data" \
