@@ -8,6 +8,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "matmul_toolkit/core/dataset_stats.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
@@ -240,8 +241,8 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
                                             " problems, expected " + std::to_string(problems.size()));
     }
     Accumulator overall;
-    std::vector<std::string> op_order;
-    std::map<std::string, Accumulator> per_op;
+    std::vector<std::string> op_order, dtype_order;
+    std::map<std::string, Accumulator> per_op, per_dtype;
     struct Candidate {
         double error;
         std::size_t problem;
@@ -273,11 +274,15 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
         overall.add_problem(actual, predicted, vendor);
         if (!per_op.count(problem.op_key)) op_order.push_back(problem.op_key);
         per_op[problem.op_key].add_problem(actual, predicted, vendor);
+        const std::string dtype = core::dtype_label(problem.shape);
+        if (!per_dtype.count(dtype)) dtype_order.push_back(dtype);
+        per_dtype[dtype].add_problem(actual, predicted, vendor);
     }
 
     EvaluationReport report;
     report.overall = overall.finish("overall");
     for (const auto& op : op_order) report.per_op.push_back(per_op[op].finish(op));
+    for (const auto& dtype : dtype_order) report.per_dtype.push_back(per_dtype[dtype].finish(dtype));
 
     const std::size_t keep = std::min(top_n_worst, candidates.size());
     std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),
@@ -330,6 +335,8 @@ nlohmann::ordered_json report_json(const EvaluationReport& report) {
     j["overall"] = metrics_json(report.overall);
     j["per_op"] = nlohmann::ordered_json::array();
     for (const auto& m : report.per_op) j["per_op"].push_back(metrics_json(m));
+    j["per_dtype"] = nlohmann::ordered_json::array();
+    for (const auto& m : report.per_dtype) j["per_dtype"].push_back(metrics_json(m));
     j["worst_predictions"] = nlohmann::ordered_json::array();
     for (const auto& w : report.worst) {
         nlohmann::ordered_json item;
@@ -364,7 +371,7 @@ std::string report_to_json(const EvaluationReport& report) { return report_json(
 std::string format_report(const EvaluationReport& report) {
     std::ostringstream out;
     char line[512];
-    std::snprintf(line, sizeof(line), "%-12s %8s %8s %9s %9s %9s %8s %9s %9s %8s %8s %8s %9s %9s\n", "op",
+    std::snprintf(line, sizeof(line), "%-12s %8s %8s %9s %9s %9s %8s %9s %9s %8s %8s %8s %9s %9s\n", "subset",
                   "problems", "rows", "mse_log", "rmse_log", "exp_rmse", "r2", "mape_%", "spearman",
                   "top1", "top5", "top10", "regret_%", "p95_reg_%");
     out << line;
@@ -379,6 +386,10 @@ std::string format_report(const EvaluationReport& report) {
         out << line;
     };
     for (const auto& m : report.per_op) row(m);
+    // Rows by dtype too where there are several: fp32 kernels rank unlike the 16-bit ones.
+    if (report.per_dtype.size() > 1) {
+        for (const auto& m : report.per_dtype) row(m);
+    }
     row(report.overall);
     out << "top-k: geometric mean over problems of best measured time / best measured time among the "
            "model's k best-ranked configs; regret: time of the model's pick / best time - 1, mean and "

@@ -87,6 +87,35 @@ TEST_F(TinyEvaluation, PerOpMetricsMatchHandComputedValues) {
     EXPECT_NEAR(bmm.top_k_achieved[0], 1.0, 1e-12);
 }
 
+TEST_F(TinyEvaluation, PerDtypeMetricsSplitTheProblemsByDtype) {
+    // A third problem, float32 mm, measured 5, 10 ms and predicted the wrong way round.
+    problems.push_back(make("mm", {5.0, 10.0}));
+    problems.back().shape = core::make_shape(1, 64, 64, 64, "float32");
+    predicted.push_back({std::log(10.0), std::log(5.0)});
+    const auto report = evaluate_predictions(problems, predicted, 10);
+    ASSERT_EQ(report.per_op.size(), 2u);
+    ASSERT_EQ(report.per_dtype.size(), 2u);
+    const auto& half = report.per_dtype[0];
+    const auto& single = report.per_dtype[1];
+    EXPECT_EQ(half.op, "float16");
+    EXPECT_EQ(half.problems, 2u);
+    EXPECT_NEAR(half.top_k_achieved[0], std::sqrt(0.5), 1e-12);  // as overall before
+    EXPECT_EQ(single.op, "float32");
+    EXPECT_EQ(single.problems, 1u);
+    EXPECT_NEAR(single.top_k_achieved[0], 0.5, 1e-12);
+    EXPECT_NEAR(single.regret_p95, 1.0, 1e-12);
+    const auto j = nlohmann::json::parse(report_to_json(report));
+    ASSERT_EQ(j["per_dtype"].size(), 2u);
+    EXPECT_EQ(j["per_dtype"][1]["op"], "float32");
+    EXPECT_NE(format_report(report).find("\nfloat32 "), std::string::npos);
+}
+
+TEST_F(TinyEvaluation, OneDtypePrintsNoDtypeRows) {
+    const auto report = evaluate_predictions(problems, predicted, 10);
+    ASSERT_EQ(report.per_dtype.size(), 1u);
+    EXPECT_EQ(format_report(report).find("\nfloat16 "), std::string::npos);  // rows start with their subset
+}
+
 TEST_F(TinyEvaluation, WorstPredictionsAreTheLargestLogErrors) {
     const auto report = evaluate_predictions(problems, predicted, 2);
     ASSERT_EQ(report.worst.size(), 2u);

@@ -83,6 +83,7 @@ struct WorstPick {
 struct EvaluationReport {
     Metrics overall;
     std::vector<Metrics> per_op;  ///< in order of first appearance
+    std::vector<Metrics> per_dtype;  ///< by core::dtype_label, in order of first appearance
     std::vector<WorstPrediction> worst;
     std::vector<WorstPick> worst_picks;  ///< largest regret first
 };
