@@ -168,9 +168,10 @@ nlohmann::ordered_json number(double value) {
     return nullptr;
 }
 
-nlohmann::ordered_json metrics_json(const Metrics& m) {
+/// `label_key`: what the subset's name is ("op" for the overall and per-op rows, "dtype").
+nlohmann::ordered_json metrics_json(const Metrics& m, const char* label_key = "op") {
     nlohmann::ordered_json j;
-    j["op"] = m.op;
+    j[label_key] = m.op;
     j["problems"] = m.problems;
     j["rows"] = m.rows;
     j["mse_log"] = number(m.mse_log);
@@ -336,7 +337,7 @@ nlohmann::ordered_json report_json(const EvaluationReport& report) {
     j["per_op"] = nlohmann::ordered_json::array();
     for (const auto& m : report.per_op) j["per_op"].push_back(metrics_json(m));
     j["per_dtype"] = nlohmann::ordered_json::array();
-    for (const auto& m : report.per_dtype) j["per_dtype"].push_back(metrics_json(m));
+    for (const auto& m : report.per_dtype) j["per_dtype"].push_back(metrics_json(m, "dtype"));
     j["worst_predictions"] = nlohmann::ordered_json::array();
     for (const auto& w : report.worst) {
         nlohmann::ordered_json item;

@@ -106,7 +106,7 @@ TEST_F(TinyEvaluation, PerDtypeMetricsSplitTheProblemsByDtype) {
     EXPECT_NEAR(single.regret_p95, 1.0, 1e-12);
     const auto j = nlohmann::json::parse(report_to_json(report));
     ASSERT_EQ(j["per_dtype"].size(), 2u);
-    EXPECT_EQ(j["per_dtype"][1]["op"], "float32");
+    EXPECT_EQ(j["per_dtype"][1]["dtype"], "float32");
     EXPECT_NE(format_report(report).find("\nfloat32 "), std::string::npos);
 }
 
