@@ -163,6 +163,27 @@ struct Accumulator {
     }
 };
 
+/// One Accumulator per subset name (an op, a dtype), finished in order of first appearance.
+class SubsetAccumulators {
+public:
+    void add_problem(const std::string& name, const std::vector<double>& actual,
+                     const std::vector<double>& predicted, std::size_t vendor) {
+        auto [it, added] = m_by_name.try_emplace(name);
+        if (added) m_order.push_back(name);
+        it->second.add_problem(actual, predicted, vendor);
+    }
+
+    std::vector<Metrics> finish() const {
+        std::vector<Metrics> metrics;
+        for (const auto& name : m_order) metrics.push_back(m_by_name.at(name).finish(name));
+        return metrics;
+    }
+
+private:
+    std::vector<std::string> m_order;
+    std::map<std::string, Accumulator> m_by_name;
+};
+
 nlohmann::ordered_json number(double value) {
     if (std::isfinite(value)) return value;
     return nullptr;
@@ -242,8 +263,7 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
                                             " problems, expected " + std::to_string(problems.size()));
     }
     Accumulator overall;
-    std::vector<std::string> op_order, dtype_order;
-    std::map<std::string, Accumulator> per_op, per_dtype;
+    SubsetAccumulators per_op, per_dtype;
     struct Candidate {
         double error;
         std::size_t problem;
@@ -273,17 +293,14 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
         for (std::size_t i = 0; i < problem.timings.size(); ++i)
             if (is_reference_config(problem.timings[i].config)) vendor = i;
         overall.add_problem(actual, predicted, vendor);
-        if (!per_op.count(problem.op_key)) op_order.push_back(problem.op_key);
-        per_op[problem.op_key].add_problem(actual, predicted, vendor);
-        const std::string dtype = core::dtype_label(problem.shape);
-        if (!per_dtype.count(dtype)) dtype_order.push_back(dtype);
-        per_dtype[dtype].add_problem(actual, predicted, vendor);
+        per_op.add_problem(problem.op_key, actual, predicted, vendor);
+        per_dtype.add_problem(core::dtype_label(problem.shape), actual, predicted, vendor);
     }
 
     EvaluationReport report;
     report.overall = overall.finish("overall");
-    for (const auto& op : op_order) report.per_op.push_back(per_op[op].finish(op));
-    for (const auto& dtype : dtype_order) report.per_dtype.push_back(per_dtype[dtype].finish(dtype));
+    report.per_op = per_op.finish();
+    report.per_dtype = per_dtype.finish();
 
     const std::size_t keep = std::min(top_n_worst, candidates.size());
     std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(),

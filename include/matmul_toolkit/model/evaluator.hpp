@@ -29,7 +29,7 @@ double nearest_rank_percentile(std::vector<double> values, double fraction);
 /// defined for the data (R² with constant actual times, Spearman with one config per
 /// problem) is NaN, written as null in JSON.
 struct Metrics {
-    std::string op;  ///< op key, or "overall"
+    std::string op;  ///< the subset: an op key, a dtype label (per_dtype) or "overall"
     std::size_t problems = 0;
     std::size_t rows = 0;
     double mse_log = 0.0;   ///< mean squared error of ln(time ms)
