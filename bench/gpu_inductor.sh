@@ -114,6 +114,7 @@ default_set=(
   "small_m_s47_unpadded|47|200|--min-size 1 --log-normal-m-mean 2.0 --log-normal-m-std 1.2"
   "gemv_s48_unpadded|48|200|--min-size 1 --log-normal-m-mean 0.5 --log-normal-m-std 1.0 --log-normal-n-mean 7.0 --log-normal-k-mean 7.0"
   "lognormal_s46_unpadded|46|800|"
+  "lognormal_s49_unpadded|49|800|"
 )
 step_collect_set() {
   local deadline entry name seed shapes flags left data archived before file packed=()
