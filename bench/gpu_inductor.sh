@@ -155,8 +155,11 @@ step_collect_set() {
 # cache in seconds, so the step collects into a copy in the (ignored) build folder: the
 # next call's work tree, which still holds the older file, does not replace it.
 step_exhaustive() {
-  local data
+  local data archived
   data=$build/$(basename "$exhaustive_data")
+  # A finished set kept xz-compressed (data/archive) is unpacked where the tree lacks it.
+  archived=data/archive/$(basename "$exhaustive_data" .msgpack).tar.xz
+  [[ ! -f $exhaustive_data && -f $archived ]] && tar -xJf "$archived" -C "$(dirname "$exhaustive_data")"
   if [[ ! -f $data && -f $exhaustive_data ]]; then
     cp "$exhaustive_data" "$data" && cp "$exhaustive_data.meta.json" "$data.meta.json"
   fi
