@@ -98,7 +98,9 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
         ->capture_default_str();
     cmd.add_option("--validation-fraction", o.validation_fraction, "Share of problems for validation")
         ->capture_default_str();
-    cmd.add_option("--test-fraction", o.test_fraction, "Share of problems for the final test")
+    cmd.add_option("--test-fraction", o.test_fraction,
+                   "Share of problems for the final test; 0: train on them too (--folds then gives the "
+                   "held-out estimate)")
         ->capture_default_str();
     cmd.add_option("--hardware-name", o.hardware_name, "Train only on this hardware's timings");
     cmd.add_option("--op-name", o.op_name, "Train only on this operation (mm also selects mm_nt, ...)");
@@ -279,8 +281,13 @@ int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const s
               << ", " << std::fixed << std::setprecision(1) << seconds << " s, " << rate(rows_per_second) << " rows/s on " << options.device << "\n";
     std::cout << "model saved to " << o.model << "\n";
     std::cout << "logs: " << logs[0].string() << ", " << logs[1].string() << ", " << logs[2].string() << "\n";
-    std::cout << "\ntest split (" << result.split.test.size() << " problems never seen in training):\n"
-              << model::format_report(result.test_report);
+    if (result.split.test.empty()) {
+        std::cout << "\nno test split (--test-fraction 0)"
+                  << (o.folds > 0 ? ": the cross-validation above measured held-out quality\n" : "\n");
+    } else {
+        std::cout << "\ntest split (" << result.split.test.size() << " problems never seen in training):\n"
+                  << model::format_report(result.test_report);
+    }
     return core::kExitOk;
 }
 

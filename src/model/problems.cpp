@@ -128,19 +128,24 @@ void sort_split(ProblemSplit& split) {
 
 ProblemSplit split_by_problem(std::size_t num_problems, double validation_fraction,
                               double test_fraction, std::uint64_t seed) {
-    if (validation_fraction <= 0.0 || test_fraction <= 0.0 ||
-        validation_fraction + test_fraction >= 1.0) {
+    // A test fraction of 0 trains on the problems a test split would hold, for a final
+    // model whose held-out quality --folds has already measured.
+    if (!(validation_fraction > 0.0) || !(test_fraction >= 0.0) || validation_fraction + test_fraction >= 1.0) {
         throw core::InputError("--validation-fraction/--test-fraction",
-                               "each must be positive and together below 1");
+                               "validation must be positive, test positive or 0, and together below 1");
     }
-    if (num_problems < 3) {
+    const std::size_t needed = test_fraction > 0.0 ? 3 : 2;
+    if (num_problems < needed) {
         throw core::InputError("dataset", "only " + std::to_string(num_problems) +
-                                              " problem(s) after filters; training needs at least 3 "
-                                              "(one each for the train, validation and test splits)");
+                                              " problem(s) after filters; training needs at least " +
+                                              std::to_string(needed) + " (one for each of the " +
+                                              (needed == 3 ? "train, validation and test" : "train and validation") +
+                                              " splits)");
     }
     const auto n = static_cast<double>(num_problems);
     const std::size_t n_val = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(validation_fraction * n)));
-    const std::size_t n_test = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(test_fraction * n)));
+    const std::size_t n_test =
+        test_fraction > 0.0 ? std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(test_fraction * n))) : 0;
     if (n_val + n_test >= num_problems) {
         throw core::InputError("dataset", "only " + std::to_string(num_problems) +
                                               " problems: too few to split into train, validation "

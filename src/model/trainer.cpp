@@ -485,9 +485,11 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
 
     result.model = Predictor(std::make_unique<Predictor::Impl>(std::move(info), std::move(net), device));
     // Even after an interrupt: the best weights so far deserve their test numbers, and
-    // inference over the test split takes a moment.
-    result.test_report = evaluate_model(result.model, select_problems(problems, result.split.test),
-                                        options.top_n_worst);
+    // inference over the test split takes a moment. --test-fraction 0 leaves none.
+    if (!result.split.test.empty()) {
+        result.test_report = evaluate_model(result.model, select_problems(problems, result.split.test),
+                                            options.top_n_worst);
+    }
     return result;
 }
 

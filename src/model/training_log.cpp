@@ -127,7 +127,7 @@ std::string test_metrics_json(const TrainResult& result) {
                   {"train_rows", result.train_rows},
                   {"validation_rows", result.validation_rows},
                   {"test_rows", result.test_rows}};
-    j["test"] = report_json(result.test_report);
+    j["test"] = result.split.test.empty() ? nlohmann::ordered_json() : report_json(result.test_report);
     return j.dump(2) + "\n";
 }
 

@@ -61,6 +61,17 @@ TEST_F(TrainCommand, FoldsCrossValidateThenTrainTheModel) {
     EXPECT_TRUE(fs::exists(dir / "m.pt"));
 }
 
+TEST_F(TrainCommand, ZeroTestFractionTrainsTheFinalModelOnTheTestProblemsToo) {
+    const auto r = train({"--dataset", testing::sample_dataset(), "--folds", "3", "--test-fraction", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(dir / "m.pt"));
+    EXPECT_NE(r.out.find("test 0 problems"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("no test split (--test-fraction 0): the cross-validation above"), std::string::npos) << r.out;
+    const auto metrics = nlohmann::json::parse(testing::slurp(dir / "logs" / "test_metrics.json"));
+    EXPECT_EQ(metrics["split"]["test_problems"], 0);
+    EXPECT_TRUE(metrics["test"].is_null());
+}
+
 TEST_F(TrainCommand, TuneAndEnsemblePrintWhatTheyDid) {
     auto r = train({"--dataset", testing::sample_dataset(), "--tune", "2"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -145,6 +156,7 @@ TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
         {{"--dataset", testing::sample_dataset(), "--learning-rate", "-1"}, "error: --learning-rate"},
         {{"--dataset", testing::sample_dataset(), "--model", dir.string()}, "error: --model"},
         {{"--dataset", testing::sample_dataset(), "--folds", "1"}, "error: --folds"},
+        {{"--dataset", testing::sample_dataset(), "--test-fraction", "-0.1"}, "error: --validation-fraction/--test-fraction"},
         {{"--dataset", testing::sample_dataset(), "--ensemble", "0"}, "error: --ensemble"},
         {{"--dataset", testing::sample_dataset(), "--ranking-loss", "listwise"}, "error: --ranking-loss"},
         {{"--dataset", testing::sample_dataset(), "--batch-norm", "layer"}, "error: --batch-norm: unknown mode 'layer'"},

@@ -151,6 +151,24 @@ TEST(Split, TooFewProblemsIsAClearError) {
     }
     EXPECT_THROW(split_by_problem(10, 0.5, 0.5, 1), core::InputError);
     EXPECT_THROW(split_by_problem(10, 0.0, 0.2, 1), core::InputError);
+    EXPECT_THROW(split_by_problem(10, 0.2, -0.1, 1), core::InputError);
+}
+
+TEST(Split, ZeroTestFractionTrainsOnTheTestProblemsAndKeepsTheValidationOnes) {
+    const auto with_test = split_by_problem(100, 0.15, 0.15, 42);
+    const auto without = split_by_problem(100, 0.15, 0.0, 42);
+    EXPECT_TRUE(without.test.empty());
+    EXPECT_EQ(without.validation, with_test.validation);
+    EXPECT_EQ(without.train.size(), 85u);
+    std::vector<std::size_t> expected = with_test.train;
+    expected.insert(expected.end(), with_test.test.begin(), with_test.test.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(without.train, expected);
+    // Two problems suffice then: one to train on, one to stop early on.
+    const auto two = split_by_problem(2, 0.15, 0.0, 1);
+    EXPECT_EQ(two.train.size(), 1u);
+    EXPECT_EQ(two.validation.size(), 1u);
+    EXPECT_THROW(split_by_problem(1, 0.15, 0.0, 1), core::InputError);
 }
 
 TEST(KFold, EveryProblemIsTestedOnceAndNeverTrainedOnInItsFold) {

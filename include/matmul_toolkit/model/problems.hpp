@@ -61,8 +61,9 @@ struct ProblemSplit {
 };
 
 /// Shuffles problem indices with `seed` and cuts them: validation and test get
-/// round(fraction · n) problems each, at least one; train gets the rest. Throws
-/// core::InputError when fewer than three problems exist or train would be empty.
+/// round(fraction · n) problems each, at least one (test none when its fraction is 0);
+/// train gets the rest. The validation problems depend only on the seed and the
+/// validation fraction. Throws core::InputError when a split would be empty.
 ProblemSplit split_by_problem(std::size_t num_problems, double validation_fraction,
                               double test_fraction, std::uint64_t seed);
 
