@@ -120,9 +120,10 @@ default_set=(
   "lognormal_s49_unpadded|49|800|"
   # The op and dtypes the model ranks worst (bmm; bfloat16, then float16).
   "bmm_half_s50_unpadded|50|600|--ops bmm --dtypes bfloat16 float16"
+  "half_s51_unpadded|51|800|--dtypes bfloat16 float16"
 )
 step_collect_set() {
-  local deadline entry name seed shapes flags left data archived before file packed=()
+  local deadline entry name seed shapes flags left data before file packed=()
   deadline=$(($(date +%s) + step_seconds))
   for entry in "${default_set[@]}"; do
     IFS='|' read -r name seed shapes flags <<<"$entry"
@@ -130,9 +131,8 @@ step_collect_set() {
     left=$((deadline - $(date +%s)))
     ((left > 30)) || break
     data=data/datasets/${gpu}_inductor_default_$name.msgpack
-    # A set kept xz-compressed (data/archive, other GPUs' sets) is resumed from there.
-    archived=data/archive/${gpu}_inductor_default_$name.tar.xz
-    [[ ! -f $data && -f $archived ]] && tar -xJf "$archived" -C data/datasets
+    # Sets are kept xz-compressed in data/archive; a new draw has none yet.
+    [[ -f data/archive/${gpu}_inductor_default_$name.tar.xz ]] && bash scripts/datasets.sh unpack "${gpu}_inductor_default_$name"
     before=$([[ -f $data ]] && cksum <"$data")
     # shellcheck disable=SC2086 # flags is a list of options
     COLLECT_SEED=$seed step_seconds=$left collect_until_time "collect_$name" "$data" \
@@ -160,11 +160,11 @@ step_collect_set() {
 # cache in seconds, so the step collects into a copy in the (ignored) build folder: the
 # next call's work tree, which still holds the older file, does not replace it.
 step_exhaustive() {
-  local data archived
+  local data name
   data=$build/$(basename "$exhaustive_data")
-  # A finished set kept xz-compressed (data/archive) is unpacked where the tree lacks it.
-  archived=data/archive/$(basename "$exhaustive_data" .msgpack).tar.xz
-  [[ ! -f $exhaustive_data && -f $archived ]] && tar -xJf "$archived" -C "$(dirname "$exhaustive_data")"
+  # The finished H200 set is kept xz-compressed in data/archive.
+  name=$(basename "$exhaustive_data" .msgpack)
+  [[ -f data/archive/$name.tar.xz ]] && bash scripts/datasets.sh unpack "$name"
   if [[ ! -f $data && -f $exhaustive_data ]]; then
     cp "$exhaustive_data" "$data" && cp "$exhaustive_data.meta.json" "$data.meta.json"
   fi
