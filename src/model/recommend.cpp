@@ -88,21 +88,53 @@ namespace {
 // part (num_warps capped by the tile, spilling tiles dropped, repeats merged).
 constexpr std::int64_t kUnboundedDim = std::int64_t{1} << 30;
 
+std::int64_t next_power_of_two(std::int64_t x) {
+    std::int64_t p = 1;
+    while (p < x) p *= 2;
+    return p;
+}
+
 }  // namespace
 
 CandidateRanker::CandidateRanker(const Predictor& predictor, const CandidateOptions& options)
     : m_predictor(predictor), m_options(options) {
     if (options.backend != nullptr) return;
-    auto space = collect::configs_for(options.space);
-    if (options.inductor_scaling) {
-        space = collect::inductor_scaled_configs(space, core::make_shape(1, kUnboundedDim, kUnboundedDim, kUnboundedDim, "float32"));
-    }
-    for (const auto& c : space) {
+    for (const auto& c : collect::configs_for(options.space)) {
         m_max_block_m = std::max(m_max_block_m, c.block_m);
         m_max_block_n = std::max(m_max_block_n, c.block_n);
         m_max_block_k = std::max(m_max_block_k, c.block_k);
     }
-    m_ranker.emplace(predictor, space, options.allow_tf32);
+    // Large problems, the common case, are ranked from the first call on.
+    prepared_for(core::make_shape(1, kUnboundedDim, kUnboundedDim, kUnboundedDim, "float32"));
+}
+
+CandidateRanker::ScalingKey CandidateRanker::scaling_key(const core::MMShape& shape) const {
+    if (!m_options.inductor_scaling) return {0, 0, 0};
+    // inductor_scaled_configs caps each block at max(next power of two of the size, 16).
+    auto cap = [](std::int64_t size, int max_block) {
+        const std::int64_t c = std::max<std::int64_t>(next_power_of_two(size), 16);
+        return c < max_block ? c : kUnboundedDim;
+    };
+    return {cap(shape.M, m_max_block_m), cap(shape.N, m_max_block_n), cap(shape.K, m_max_block_k)};
+}
+
+CandidateRanker::Prepared& CandidateRanker::prepared_for(const core::MMShape& shape) {
+    const ScalingKey key = scaling_key(shape);
+    auto at = m_prepared.find(key);
+    if (at == m_prepared.end()) {
+        if (m_prepared.size() >= kMaxPrepared) {
+            m_prepared.erase(std::min_element(m_prepared.begin(), m_prepared.end(), [](const auto& a, const auto& b) {
+                return a.second.last_use < b.second.last_use;
+            }));
+        }
+        auto space = collect::configs_for(m_options.space);
+        if (m_options.inductor_scaling) {
+            space = collect::inductor_scaled_configs(space, core::make_shape(1, key[0], key[1], key[2], "float32"));
+        }
+        at = m_prepared.emplace(key, Prepared{ConfigRanker(m_predictor, space, m_options.allow_tf32), {}, 0}).first;
+    }
+    at->second.last_use = ++m_uses;
+    return at->second;
 }
 
 bool CandidateRanker::over_shared_memory(const core::GemmConfig& config, int element_bytes) const {
@@ -110,10 +142,10 @@ bool CandidateRanker::over_shared_memory(const core::GemmConfig& config, int ele
            collect::inductor_shared_memory_bytes(config, element_bytes) > m_options.shared_memory_bytes;
 }
 
-std::size_t CandidateRanker::over_shared_memory_count(int element_bytes) {
-    auto [at, inserted] = m_over_shared_memory.try_emplace(element_bytes, 0);
+std::size_t CandidateRanker::over_shared_memory_count(Prepared& prepared, int element_bytes) const {
+    auto [at, inserted] = prepared.over_shared_memory.try_emplace(element_bytes, 0);
     if (inserted) {
-        const auto& configs = m_ranker->configs();
+        const auto& configs = prepared.ranker.configs();
         at->second = static_cast<std::size_t>(std::count_if(
             configs.begin(), configs.end(), [&](const auto& c) { return over_shared_memory(c, element_bytes); }));
     }
@@ -141,34 +173,29 @@ void CandidateRanker::add_vendor_entry(const std::string& op_key, const core::MM
     if (ranked.size() > top_k) ranked.pop_back();
 }
 
-bool CandidateRanker::fast_path_covers(const core::MMShape& shape) const {
-    if (!m_ranker) return false;
-    // Where the next power of two of a size is below the largest block, scaling shrinks some.
-    return !m_options.inductor_scaling || (shape.M >= m_max_block_m / 2 + 1 && shape.N >= m_max_block_n / 2 + 1 &&
-                                           shape.K >= m_max_block_k / 2 + 1);
-}
-
 std::vector<RankedConfig> CandidateRanker::top_k(const std::string& op_key, const core::MMShape& shape,
                                                  std::size_t top_k, std::size_t* candidates) {
-    if (fast_path_covers(shape)) {
-        // The space's configs over the shared-memory limit at this element size are ranked
-        // too, and dropped from enough of the best ones.
-        const int element_bytes = core::dtype_size(shape.M_dtype);
-        const std::size_t over_limit = over_shared_memory_count(element_bytes);
-        const std::size_t wanted =
-            top_k > std::numeric_limits<std::size_t>::max() - over_limit ? top_k : top_k + over_limit;
-        auto ranked = m_ranker->top_k(op_key, shape, wanted);
-        ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
-                                    [&](const RankedConfig& r) { return over_shared_memory(r.config, element_bytes); }),
-                     ranked.end());
-        if (ranked.size() > top_k) ranked.resize(top_k);
-        if (m_options.with_reference && top_k > 0) add_vendor_entry(op_key, shape, top_k, ranked);
-        if (candidates != nullptr) *candidates = m_ranker->size() - over_limit + (m_options.with_reference ? 1 : 0);
-        return ranked;
+    if (m_options.backend != nullptr) {
+        const auto configs = candidate_configs(op_key, shape, m_options);
+        if (candidates != nullptr) *candidates = configs.size();
+        return top_k_configs(m_predictor, op_key, shape, configs, top_k);
     }
-    const auto configs = candidate_configs(op_key, shape, m_options);
-    if (candidates != nullptr) *candidates = configs.size();
-    return top_k_configs(m_predictor, op_key, shape, configs, top_k);
+    // The space's configs over the shared-memory limit at this element size are ranked
+    // too, and dropped from enough of the best ones.
+    Prepared& prepared = prepared_for(shape);
+    const int element_bytes = core::dtype_size(shape.M_dtype);
+    const std::size_t over_limit = over_shared_memory_count(prepared, element_bytes);
+    const std::size_t wanted = top_k > std::numeric_limits<std::size_t>::max() - over_limit ? top_k : top_k + over_limit;
+    auto ranked = prepared.ranker.top_k(op_key, shape, wanted);
+    ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
+                                [&](const RankedConfig& r) { return over_shared_memory(r.config, element_bytes); }),
+                 ranked.end());
+    if (ranked.size() > top_k) ranked.resize(top_k);
+    if (m_options.with_reference && top_k > 0) add_vendor_entry(op_key, shape, top_k, ranked);
+    if (candidates != nullptr) {
+        *candidates = prepared.ranker.size() - over_limit + (m_options.with_reference ? 1 : 0);
+    }
+    return ranked;
 }
 
 std::vector<std::string> model_hardware_names(const ModelInfo& info) {

@@ -184,7 +184,8 @@ TEST(CandidateRanker, AgreesWithCandidateConfigsOnEveryProblem) {
             options.space = space;
             options = candidate_options_for(info, options);
             CandidateRanker ranker(predictor, options);
-            for (const auto& p : kProblems) {
+            // Twice: the second round ranks with the rankers the first one prepared.
+            for (const auto& p : {kProblems[0], kProblems[1], kProblems[2], kProblems[3], kProblems[1], kProblems[3]}) {
                 const auto candidates = candidate_configs(p.op_key, p.shape, options);
                 // The whole list too: the vendor entry then has its place somewhere in it
                 // (export-lut --aten-from asks for every candidate with the largest k).
@@ -212,6 +213,42 @@ TEST(CandidateRanker, AgreesWithCandidateConfigsOnEveryProblem) {
             }
         }
     }
+}
+
+// Small sizes each scale the space their own way: the rankers prepared for them stay few,
+// and a ranker evicted and prepared again ranks as before.
+TEST(CandidateRanker, KeepsFewPreparedRankersOverManySmallShapes) {
+    const auto predictor = random_model(ModelType::base);
+    CandidateOptions options;
+    options.space = collect::SearchSpace::exhaustive;
+    options = candidate_options_for(predictor.info(), options);
+    ASSERT_TRUE(options.inductor_scaling);
+    CandidateRanker ranker(predictor, options);
+    EXPECT_EQ(ranker.prepared_count(), 1u);  // large problems' ranker, prepared up front
+    std::vector<core::MMShape> shapes;
+    for (std::int64_t m : {1, 17, 33, 65}) {
+        for (std::int64_t n : {5, 20, 40, 100}) {
+            for (std::int64_t k : {9, 30, 60}) shapes.push_back(core::make_shape(1, m, n, k, "bfloat16"));
+        }
+    }
+    ASSERT_GT(shapes.size(), CandidateRanker::kMaxPrepared);
+    for (int round = 0; round < 2; ++round) {
+        for (const auto& shape : shapes) {
+            const auto candidates = candidate_configs("mm", shape, options);
+            const auto expected = top_k_configs(predictor, "mm", shape, candidates, 3);
+            std::size_t ranked = 0;
+            const auto top = ranker.top_k("mm", shape, 3, &ranked);
+            const std::string where = "M=" + std::to_string(shape.M) + " N=" + std::to_string(shape.N) +
+                                      " K=" + std::to_string(shape.K) + " round " + std::to_string(round);
+            EXPECT_EQ(ranked, candidates.size()) << where;
+            ASSERT_EQ(top.size(), expected.size()) << where;
+            for (std::size_t i = 0; i < top.size(); ++i) {
+                EXPECT_NEAR(std::log(top[i].predicted_ms), std::log(expected[i].predicted_ms), 2e-4) << where;
+            }
+            EXPECT_LE(ranker.prepared_count(), CandidateRanker::kMaxPrepared) << where;
+        }
+    }
+    EXPECT_EQ(ranker.prepared_count(), CandidateRanker::kMaxPrepared);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 /// and keep the K configs with the lowest predicted time. Also the checks shared by the
 /// commands that apply a model to a dataset (is it the model's hardware?).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -55,10 +56,11 @@ std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::s
                                         const std::vector<core::GemmConfig>& candidates,
                                         std::size_t top_k, int parallel_units = 0);
 
-/// Ranks one problem after another: with the ConfigRanker, prepared once, where its space
-/// gives the problem's kernel candidates (no backend, no block size that Inductor's scaling
-/// would change; configs over the shared-memory limit are dropped from its ranking, and a
-/// model's vendor entry is predicted on its own and merged in), else with
+/// Ranks one problem after another with ConfigRankers, each prepared once for the space as
+/// Inductor's scaling leaves it at a problem's sizes (that depends on a size only below the
+/// largest block, so a few rankers serve every problem; the most recently used are kept).
+/// Configs over the shared-memory limit are dropped from a ranking, and a model's vendor
+/// entry is predicted on its own and merged in. With a backend, which prunes per problem:
 /// candidate_configs + top_k_configs.
 class CandidateRanker {
 public:
@@ -68,21 +70,34 @@ public:
     /// (when given) receives how many were ranked.
     std::vector<RankedConfig> top_k(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
                                     std::size_t* candidates = nullptr);
+    /// How many prepared rankers are kept now (at most kMaxPrepared).
+    std::size_t prepared_count() const { return m_prepared.size(); }
+
+    static constexpr std::size_t kMaxPrepared = 16;
 
 private:
-    bool fast_path_covers(const core::MMShape& shape) const;
+    /// M, N and K as the space's scaling sees them: the size's power of two where that is
+    /// below the largest block, else a size no block reaches.
+    using ScalingKey = std::array<std::int64_t, 3>;
+    struct Prepared {
+        ConfigRanker ranker;
+        std::map<int, std::size_t> over_shared_memory;  ///< element bytes -> configs over the limit
+        std::uint64_t last_use = 0;
+    };
+    ScalingKey scaling_key(const core::MMShape& shape) const;
+    Prepared& prepared_for(const core::MMShape& shape);
     bool over_shared_memory(const core::GemmConfig& config, int element_bytes) const;
-    /// How many of the ranker's configs are over the limit at this element size (cached).
-    std::size_t over_shared_memory_count(int element_bytes);
+    /// How many of the prepared ranker's configs are over the limit at this element size (cached).
+    std::size_t over_shared_memory_count(Prepared& prepared, int element_bytes) const;
     /// Places the vendor entry among the ranker's best-first `ranked` (at most top_k kept).
     void add_vendor_entry(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
                           std::vector<RankedConfig>& ranked) const;
 
     const Predictor& m_predictor;
     CandidateOptions m_options;
-    std::optional<ConfigRanker> m_ranker;
     int m_max_block_m = 0, m_max_block_n = 0, m_max_block_k = 0;
-    std::map<int, std::size_t> m_over_shared_memory;  ///< element bytes -> configs over the limit
+    std::map<ScalingKey, Prepared> m_prepared;
+    std::uint64_t m_uses = 0;
 };
 
 /// This machine's backend for `device` ("cpu" | "cuda") when it measures hardware the
