@@ -121,6 +121,8 @@ default_set=(
   # The op and dtypes the model ranks worst (bmm; bfloat16, then float16).
   "bmm_half_s50_unpadded|50|600|--ops bmm --dtypes bfloat16 float16"
   "half_s51_unpadded|51|800|--dtypes bfloat16 float16"
+  "bmm_half_s52_unpadded|52|600|--ops bmm --dtypes bfloat16 float16"
+  "bf16_s53_unpadded|53|800|--dtypes bfloat16"
 )
 step_collect_set() {
   local deadline entry name seed shapes flags left data before file packed=()
