@@ -13,6 +13,7 @@
 #   bash bench/gpu_inductor.sh train_speed                # deep model, 20 epochs: GPU and all CPU cores
 #                                                         #   (TRAIN_FLAGS adds train options, e.g. --ranking-weight 1)
 #   bash bench/gpu_inductor.sh repeats                    # do 10 timed runs rank as Inductor's 100?
+#   bash bench/gpu_inductor.sh build_cli cross_validate   # the shipped model's recipe, 5 folds, on the CPU cores
 #   bash bench/gpu_inductor.sh build_cli e2e_lognormal    # shipped model's tables vs max-autotune
 #   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
 #   E2E_TABLES="a=lut_a.json b=lut_b.json" bash bench/gpu_inductor.sh e2e_lognormal   # tables exported elsewhere
@@ -223,6 +224,33 @@ step_repeats() {
   rm -f "$out"/repeats_*.json*
 }
 
+# The shipped model's recipe (data/README, models/inductor_h200.pt) in 5-fold
+# cross-validation by problem on the machine's CPU cores: seeds CV_SEEDS (default "42 7")
+# side by side, nproc / seeds networks at once each (train --jobs; the models do not depend
+# on it). Each run stops once its pooled table is printed (the final fit after the folds
+# is not needed); logs and cv_metrics.json under $out/cv_<seed>.
+step_cross_validate() {
+  local seeds=(${CV_SEEDS:-42 7}) datasets=() seed file pids=()
+  bash scripts/datasets.sh unpack
+  for file in $(cd data/datasets && LC_ALL=C ls h200_inductor_default_*_unpadded.msgpack); do
+    datasets+=(--dataset "data/datasets/$file")
+  done
+  for seed in "${seeds[@]}"; do
+    OMP_NUM_THREADS=1 "$cli" --device cpu --seed "$seed" train "${datasets[@]}" --folds 5 \
+      --jobs $(($(nproc) / ${#seeds[@]})) --ensemble 5 --hidden-dims 64,32 --ranking-weight 10 --ranking-loss top \
+      --dropout 0 --patience 30 --num-epochs 300 --model "$out/cv_$seed.pt" --log-dir "$out/cv_$seed" \
+      >"$out/cv_$seed.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!seeds[@]}"; do
+    while kill -0 "${pids[$i]}" 2>/dev/null && ! grep -qs "^top-k:" "$out/cv_${seeds[$i]}.log"; do sleep 2; done
+    kill "${pids[$i]}" 2>/dev/null; wait "${pids[$i]}" 2>/dev/null
+    grep -q "^top-k:" "$out/cv_${seeds[$i]}.log" || status=1
+    grep -A14 "fold cross-validation" "$out/cv_${seeds[$i]}.log" | head -16 | tee "$out/cv_${seeds[$i]}.txt"
+  done
+  rm -f "$out"/cv_*.pt
+}
+
 # The models issue's speed row: deep model, 20 epochs, batch 64, on the shipped H200 native
 # dataset, wall time of the whole command on the GPU (by default full batches replay one
 # captured CUDA-graph step; --no-cuda-graph launches every kernel from the host, the
@@ -280,7 +308,7 @@ step_e2e_transformer() {
 
 for step in "$@"; do
   case $step in
-    build | build_cli | test | collect | collect_set | exhaustive | speed | speed_exhaustive | repeats | train_speed | e2e_lognormal | e2e_transformer) "step_$step" ;;
+    build | build_cli | test | collect | collect_set | exhaustive | speed | speed_exhaustive | repeats | cross_validate | train_speed | e2e_lognormal | e2e_transformer) "step_$step" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -134,6 +134,10 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "CPU threads for training steps; 0: one per 512 rows of a batch (batch 64: one; more threads "
                    "only slow steps this small down, by 10x and more on a busy machine)")
         ->capture_default_str();
+    cmd.add_option("--jobs", o.jobs,
+                   "Networks trained at once on the CPU (--ensemble members; with --folds, every fold's), "
+                   "one thread each (times --threads); 0: one per core. The models do not depend on it")
+        ->capture_default_str();
     // Graph steps are the default wherever they can run; the flags require or refuse them.
     auto* graph = cmd.add_flag("--cuda-graph", o.cuda_graph,
                                "Require CUDA-graph steps (an error where they cannot run). Without either flag a "
@@ -191,6 +195,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.ensemble = o.ensemble;
     t.eval_every = o.eval_every;
     t.threads = o.threads;
+    t.jobs = o.jobs;
     if (o.cuda_graph) t.cuda_graph = true;
     if (o.no_cuda_graph) t.cuda_graph = false;
     if (o.folds == 1 || o.folds < 0) throw core::InputError("--folds", "must be 0 (off) or at least 2");

@@ -45,6 +45,7 @@ struct TrainCliOptions {
     int tune = 0;
     int eval_every = 1;
     int threads = 0;
+    int jobs = 0;
     bool cuda_graph = false;
     bool no_cuda_graph = false;
 };

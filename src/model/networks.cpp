@@ -15,10 +15,19 @@ void append_block(torch::nn::Sequential& seq, int in, int out, double dropout_ra
     seq->push_back(torch::nn::Linear(in, out));
     seq->push_back(torch::nn::ReLU());
     seq->push_back(torch::nn::BatchNorm1d(out));
-    seq->push_back(torch::nn::Dropout(dropout_rate));
+    seq->push_back(StreamDropout(dropout_rate));
 }
 
 }  // namespace
+
+torch::Tensor StreamDropoutImpl::forward(const torch::Tensor& x) {
+    if (!m_generator) return torch::dropout(x, m_rate, is_training());
+    if (!is_training() || m_rate == 0.0) return x;
+    // at::dropout's CPU path, with the generator named.
+    at::Tensor noise = at::empty_like(x).bernoulli_(1.0 - m_rate, *m_generator);
+    noise.div_(1.0 - m_rate);
+    return x * noise;
+}
 
 ResidualBlockImpl::ResidualBlockImpl(int width, double dropout_rate) {
     torch::nn::Sequential block;
@@ -87,6 +96,12 @@ void RuntimeNetImpl::train_mode(bool batch_statistics) {
     if (batch_statistics) return;
     for (auto& module : modules(/*include_self=*/false)) {
         if (module->as<torch::nn::BatchNorm1dImpl>()) module->eval();
+    }
+}
+
+void RuntimeNetImpl::set_dropout_generator(const std::optional<at::Generator>& generator) {
+    for (auto& module : modules(/*include_self=*/false)) {
+        if (auto* dropout = module->as<StreamDropoutImpl>()) dropout->set_generator(generator);
     }
 }
 

@@ -5,21 +5,38 @@
 // between the two tools where the architecture matches.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
 #include "dense_net.hpp"
 #include "matmul_toolkit/model/model_spec.hpp"
 
 namespace mmt::model {
+
+/// torch::nn::Dropout's computation (a Bernoulli mask scaled by 1 / (1 - rate), in training
+/// only), drawn from a generator of its own once one is set: networks trained side by side
+/// on the CPU then draw their masks independently instead of from LibTorch's one global
+/// generator, and each draws what it would alone.
+class StreamDropoutImpl : public torch::nn::Module {
+public:
+    explicit StreamDropoutImpl(double rate) : m_rate(rate) {}
+    torch::Tensor forward(const torch::Tensor& x);
+    void set_generator(std::optional<at::Generator> generator) { m_generator = std::move(generator); }
+
+private:
+    double m_rate;
+    std::optional<at::Generator> m_generator;
+};
+TORCH_MODULE(StreamDropout);
 
 /// Linear -> ReLU -> BatchNorm -> Dropout -> Linear -> BatchNorm, plus the input, then ReLU.
 class ResidualBlockImpl : public torch::nn::Module {
@@ -73,6 +90,9 @@ public:
     /// Training mode. Without `batch_statistics` every BatchNorm stays in eval mode: a
     /// per-unit scale and shift trained like any weight, its running statistics left alone.
     void train_mode(bool batch_statistics);
+
+    /// Dropout masks drawn from `generator` (CPU networks; nullopt: the global generator).
+    void set_dropout_generator(const std::optional<at::Generator>& generator);
 
     /// The eval-mode computation with BatchNorm folded away (see FoldedNet).
     FoldedNet fold() const;

@@ -2,9 +2,16 @@
 
 #include <chrono>
 #include <cmath>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
+
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <torch/cuda.h>
 #include <torch/types.h>
@@ -146,6 +153,10 @@ void validate_train_options(const TrainOptions& o) {
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
     if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
     if (o.threads < 0) throw core::InputError("--threads", "must be 0 (automatic) or more");
+    if (o.jobs < 0) throw core::InputError("--jobs", "must be 0 (one per core) or more");
+    if (o.jobs > 1 && o.device != "cpu") {
+        throw core::InputError("--jobs", "trains several networks at once on the CPU only (--device cpu)");
+    }
     if (o.cuda_graph.value_or(false)) {
 #ifndef MMT_TRAINING_CUDA_GRAPHS
         throw core::InputError("--cuda-graph", "this build's LibTorch has no CUDA (graphs need one)");
@@ -223,12 +234,31 @@ struct Fit {
     bool interrupted = false;
 };
 
+/// Guards LibTorch's global CPU generator while networks are built (their layers draw
+/// default weights) and seeded.
+std::mutex global_generator_mutex;
+
+/// A network whose initial weights follow from `seed` alone, and in `rest` a generator that
+/// goes on where those draws ended: the stream a lone training would continue with on the
+/// global generator, private to this network whatever trains beside it.
+RuntimeNet seeded_network(const ModelSpec& spec, double output_bias, std::uint64_t seed, at::Generator& rest) {
+    const std::lock_guard<std::mutex> lock(global_generator_mutex);
+    torch::manual_seed(seed);
+    RuntimeNet net(spec, static_cast<int>(num_features()));
+    net->initialise(output_bias);
+    at::Generator global = at::detail::getDefaultCPUGenerator();
+    const std::lock_guard<std::mutex> global_lock(global.mutex());
+    rest = global.clone();
+    return net;
+}
+
 Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint64_t seed, int member,
                 const c10::Device& device) {
-    torch::manual_seed(seed);
-    Fit fit{RuntimeNet(options.model, static_cast<int>(num_features()))};
+    // Batch order and (on the CPU) dropout masks come from this network's own generator.
+    at::Generator generator;
+    Fit fit{seeded_network(options.model, data.target_mean, seed, generator)};
     RuntimeNet& net = fit.net;
-    net->initialise(data.target_mean);
+    if (device.is_cpu()) net->set_dropout_generator(generator);
     net->to(device);
     const bool batch_statistics = options.batch_norm == BatchNormMode::batch;
     net->train_mode(batch_statistics);  // before a CUDA graph captures the step
@@ -236,8 +266,6 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     const at::Tensor &x_train = data.x_train, &y_train = data.y_train, &x_val = data.x_val, &y_val = data.y_val;
 
     FlatAdam optimizer(net->parameters(), options.learning_rate, options.weight_decay);
-    const int cpu_threads = options.threads > 0 ? options.threads : training_threads(options.batch_size);
-    const ThreadCountScope threads(device.is_cpu() ? cpu_threads : at::get_num_threads());
 
     const auto n = static_cast<std::int64_t>(train.rows);
     const std::int64_t batch = options.batch_size;
@@ -265,7 +293,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         at::Tensor order, row_group;
         if (ranking) {
             const std::int64_t problems_in_split = static_cast<std::int64_t>(train.first_row.size()) - 1;
-            const at::Tensor problem_order = torch::randperm(problems_in_split, torch::kLong);
+            const at::Tensor problem_order = torch::randperm(problems_in_split, generator, torch::kLong);
             const auto* po = problem_order.data_ptr<std::int64_t>();
             std::vector<std::int64_t> rows_in_order, groups_in_order;
             rows_in_order.reserve(train.rows);
@@ -282,7 +310,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             order = torch::tensor(rows_in_order, torch::kLong).to(device);
             row_group = torch::tensor(groups_in_order, torch::kLong).to(device);
         } else {
-            order = torch::randperm(n, torch::kLong).to(device);
+            order = torch::randperm(n, generator, torch::kLong).to(device);
         }
         std::vector<std::int64_t> batch_ends;
         for (std::int64_t end = batch; end < n + batch; end += batch) batch_ends.push_back(std::min(end, n));
@@ -367,6 +395,95 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     return fit;
 }
 
+/// At most `limit` networks in training at once, across every fold and ensemble member.
+class FitSlots {
+public:
+    explicit FitSlots(int limit) : m_free(limit) {}
+    void acquire() {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_released.wait(lock, [this] { return m_free > 0; });
+        --m_free;
+    }
+    void release() {
+        {
+            const std::lock_guard<std::mutex> lock(m_mutex);
+            ++m_free;
+        }
+        m_released.notify_one();
+    }
+
+private:
+    std::mutex m_mutex;
+    std::condition_variable m_released;
+    int m_free;
+};
+
+/// Runs task(0) ... task(count - 1), each on its own thread, and rethrows the first
+/// exception after all have ended. `on_failure` runs once, when the first task throws.
+void run_on_threads(std::size_t count, const std::function<void(std::size_t)>& task,
+                    const std::function<void()>& on_failure) {
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+    std::vector<std::thread> threads;
+    threads.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        threads.emplace_back([&, i] {
+            try {
+                task(i);
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(failure_mutex);
+                if (!failure) {
+                    failure = std::current_exception();
+                    on_failure();
+                }
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
+/// CPU threads of one network's training steps.
+int threads_per_fit(const TrainOptions& options) {
+    return options.threads > 0 ? options.threads : training_threads(options.batch_size);
+}
+
+/// Networks trained at once: on a GPU one; on the CPU --jobs, or as many as the cores hold
+/// at threads_per_fit each.
+int concurrent_fits(const TrainOptions& options, const c10::Device& device) {
+    if (!device.is_cpu()) return 1;
+    if (options.jobs > 0) return options.jobs;
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / threads_per_fit(options));
+}
+
+c10::Device training_device(const TrainOptions& options) {
+    return options.device == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+}
+
+/// The threads every training step of the scope uses (set once: LibTorch's count is
+/// global, and fits on other threads read it).
+ThreadCountScope step_threads(const TrainOptions& options, const c10::Device& device) {
+    return ThreadCountScope(device.is_cpu() ? threads_per_fit(options) : at::get_num_threads());
+}
+
+/// Options whose stop_requested also answers true once `abandon` is set (a failed fit
+/// stops the others) and whose on_epoch calls come one at a time.
+TrainOptions shared_options(const TrainOptions& options, const std::atomic<bool>& abandon, std::mutex& callbacks) {
+    TrainOptions shared = options;
+    shared.stop_requested = [&abandon, stop = options.stop_requested] { return abandon.load() || (stop && stop()); };
+    if (options.on_epoch) {
+        shared.on_epoch = [&callbacks, on_epoch = options.on_epoch](const EpochStats& stats) {
+            const std::lock_guard<std::mutex> lock(callbacks);
+            on_epoch(stats);
+        };
+    }
+    return shared;
+}
+
+TrainResult train_with_slots(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
+                             FitSlots* slots);
+
 }  // namespace
 
 std::string default_training_device() { return torch::cuda::is_available() ? "cuda" : "cpu"; }
@@ -387,7 +504,21 @@ TrainResult train_model(const core::Dataset& dataset, const std::string& source,
 TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOptions& options) {
     validate_train_options(options);
     check_training_device(options.device);
-    const c10::Device device = options.device == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+    const c10::Device device = training_device(options);
+    const ThreadCountScope threads = step_threads(options, device);
+    const int jobs = std::min(concurrent_fits(options, device), options.ensemble);
+    if (jobs <= 1) return train_with_slots(problems, options, nullptr);
+    FitSlots slots(jobs);
+    return train_with_slots(problems, options, &slots);
+}
+
+namespace {
+
+/// train_model's work; with `slots`, its ensemble members train on threads of their own,
+/// as many at once as the slots allow (shared with other folds'), else one after another.
+TrainResult train_with_slots(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
+                             FitSlots* slots) {
+    const c10::Device device = training_device(options);
 
     TrainResult result;
     result.split = options.split ? *options.split
@@ -446,10 +577,35 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
 
     // Ensemble members differ only in their seed (initial weights, batch order); the
     // first member's history is the run's history.
+    // Each member's draws follow from its seed alone, so training them side by side gives
+    // the networks training them in turn does.
+    std::vector<std::optional<Fit>> fits(static_cast<std::size_t>(options.ensemble));
+    const auto fit_member = [&](const TrainOptions& fit_options, std::size_t member) {
+        fits[member] = fit_network(data, fit_options, options.seed + member, static_cast<int>(member), device);
+    };
+    if (slots) {
+        std::atomic<bool> abandon{false};
+        std::mutex callbacks;
+        const TrainOptions shared = shared_options(options, abandon, callbacks);
+        run_on_threads(
+            fits.size(),
+            [&](std::size_t member) {
+                slots->acquire();
+                try {
+                    fit_member(shared, member);
+                } catch (...) {
+                    slots->release();
+                    throw;
+                }
+                slots->release();
+            },
+            [&] { abandon = true; });
+    }
     std::vector<std::shared_ptr<RuntimeNetImpl>> members;
     double best_loss = 0.0;
     for (int member = 0; member < options.ensemble; ++member) {
-        Fit fit = fit_network(data, options, options.seed + static_cast<std::uint64_t>(member), member, device);
+        if (!slots) fit_member(options, static_cast<std::size_t>(member));
+        Fit& fit = *fits[static_cast<std::size_t>(member)];
         if (member == 0) {
             result.history = fit.history;
             result.best_epoch = fit.best_epoch;
@@ -464,12 +620,16 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
         if (result.interrupted) break;
     }
     if (members.empty()) {  // interrupted before the first epoch: an untrained network
-        torch::manual_seed(options.seed);
-        members.push_back(RuntimeNet(options.model, static_cast<int>(num_features())).ptr());
-        members.back()->initialise(data.target_mean);
+        at::Generator unused;
+        members.push_back(seeded_network(options.model, data.target_mean, options.seed, unused).ptr());
         members.back()->to(device);
     }
-    RuntimeNet net = members.size() == 1 ? RuntimeNet(members.front()) : RuntimeNet(RuntimeNetImpl::average_of(members));
+    RuntimeNet net = members.size() == 1 ? RuntimeNet(members.front()) : [&] {
+        // Building the averaged network's layers draws default weights from the global
+        // generator, which another fold's network may have just seeded.
+        const std::lock_guard<std::mutex> lock(global_generator_mutex);
+        return RuntimeNet(RuntimeNetImpl::average_of(members));
+    }();
     net->to(device);
     net->eval();
     if (members.size() > 1) {
@@ -493,35 +653,68 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
     return result;
 }
 
+}  // namespace
+
 CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
                                      int folds, const std::function<void(std::size_t, const FoldResult&)>& on_fold) {
     validate_train_options(options);
+    check_training_device(options.device);
+    const c10::Device device = training_device(options);
+    const ThreadCountScope threads = step_threads(options, device);
     const auto splits = k_fold_splits(problems.size(), folds, options.validation_fraction, options.seed);
+    const int jobs = std::min<int>(concurrent_fits(options, device), static_cast<int>(splits.size()) * options.ensemble);
+
+    // A fold's outcome and its held-out predictions; nullopt where it was interrupted.
+    struct FoldOutcome {
+        FoldResult fold;
+        std::vector<std::vector<double>> predictions;  ///< per held-out problem
+    };
+    std::vector<std::optional<FoldOutcome>> outcomes(splits.size());
+    std::mutex callbacks;
+    const auto run_fold = [&](const TrainOptions& fold_options_base, std::size_t f, FitSlots* slots) {
+        TrainOptions fold_options = fold_options_base;
+        fold_options.split = splits[f];
+        fold_options.on_epoch = nullptr;
+        const auto start = Clock::now();
+        TrainResult trained = train_with_slots(problems, fold_options, slots);
+        if (trained.interrupted) return;
+        FoldOutcome outcome;
+        outcome.fold.train_problems = splits[f].train.size();
+        outcome.fold.test_problems = splits[f].test.size();
+        outcome.fold.best_epoch = trained.best_epoch;
+        outcome.fold.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        outcome.fold.report = std::move(trained.test_report);
+        outcome.predictions = predict_problems(trained.model, select_problems(problems, splits[f].test));
+        outcomes[f] = std::move(outcome);
+        const std::lock_guard<std::mutex> lock(callbacks);
+        if (on_fold) on_fold(f, outcomes[f]->fold);
+    };
+    if (jobs <= 1) {
+        for (std::size_t f = 0; f < splits.size(); ++f) {
+            run_fold(options, f, nullptr);
+            if (!outcomes[f]) break;
+        }
+    } else {
+        // Every fold on a thread of its own; their members share the slots.
+        FitSlots slots(jobs);
+        std::atomic<bool> abandon{false};
+        const TrainOptions shared = shared_options(options, abandon, callbacks);
+        run_on_threads(splits.size(), [&](std::size_t f) { run_fold(shared, f, &slots); }, [&] { abandon = true; });
+    }
+
+    // Folds in order, up to the first one interrupted.
     CrossValidationResult result;
     std::vector<ProblemGroup> held_out;
     std::vector<std::vector<double>> predictions;
     for (std::size_t f = 0; f < splits.size(); ++f) {
-        TrainOptions fold_options = options;
-        fold_options.split = splits[f];
-        fold_options.on_epoch = nullptr;
-        const auto start = Clock::now();
-        TrainResult trained = train_model(problems, fold_options);
-        if (trained.interrupted) {
+        if (!outcomes[f]) {
             result.interrupted = true;
             break;
         }
-        FoldResult fold;
-        fold.train_problems = splits[f].train.size();
-        fold.test_problems = splits[f].test.size();
-        fold.best_epoch = trained.best_epoch;
-        fold.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        fold.report = std::move(trained.test_report);
         auto fold_problems = select_problems(problems, splits[f].test);
-        auto fold_predictions = predict_problems(trained.model, fold_problems);
         std::move(fold_problems.begin(), fold_problems.end(), std::back_inserter(held_out));
-        std::move(fold_predictions.begin(), fold_predictions.end(), std::back_inserter(predictions));
-        if (on_fold) on_fold(f, fold);
-        result.folds.push_back(std::move(fold));
+        std::move(outcomes[f]->predictions.begin(), outcomes[f]->predictions.end(), std::back_inserter(predictions));
+        result.folds.push_back(std::move(outcomes[f]->fold));
     }
     if (!held_out.empty()) result.pooled = evaluate_predictions(held_out, predictions, options.top_n_worst);
     return result;

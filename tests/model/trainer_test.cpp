@@ -213,6 +213,33 @@ TEST(Trainer, BadInputIsAClearError) {
     options = small_options();
     options.cuda_graph = true;  // required: on the CPU (and without a CUDA LibTorch) there are no graphs
     EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
+    options = small_options();
+    options.jobs = -1;
+    EXPECT_THROW(train_model(dataset, "d", options), core::InputError);
+    options = small_options();
+    options.jobs = 2;
+    options.device = "cuda";  // a GPU trains one network at a time
+    EXPECT_THROW(validate_train_options(options), core::InputError);
+}
+
+// Members trained side by side each draw what they would alone (initial weights, batch
+// order, dropout masks): --jobs changes the wall time, never the model.
+TEST(Trainer, JobsDoNotChangeTheModel) {
+    const auto problems = group_problems(testing::synthetic_dataset(20, 4), "synthetic");
+    auto options = small_options();
+    options.num_epochs = 3;
+    options.model.dropout_rate = 0.2;
+    options.ensemble = 3;
+    options.jobs = 1;
+    const auto alone = train_model(problems, options);
+    options.jobs = 3;
+    std::set<int> members_seen;
+    options.on_epoch = [&](const EpochStats& e) { members_seen.insert(e.member); };
+    const auto side_by_side = train_model(problems, options);
+    EXPECT_EQ(members_seen, (std::set<int>{0, 1, 2}));
+    EXPECT_EQ(predict_problems(alone.model, problems), predict_problems(side_by_side.model, problems));
+    ASSERT_EQ(alone.history.size(), side_by_side.history.size());
+    EXPECT_EQ(alone.history.back().validation_loss, side_by_side.history.back().validation_loss);
 }
 
 // An ensemble is one network whose prediction is the mean (in log space) of its members,
@@ -249,7 +276,9 @@ TEST(Trainer, EnsembleIsTheMeanOfItsMembers) {
 TEST(CrossValidation, PredictsEveryProblemWithTheModelThatDidNotSeeIt) {
     const auto problems = group_problems(testing::synthetic_dataset(60, 5), "synthetic");
     std::size_t calls = 0;
-    const auto result = cross_validate(problems, small_options(), 4,
+    auto options = small_options();
+    options.jobs = 1;  // folds in turn, so in order
+    const auto result = cross_validate(problems, options, 4,
                                        [&](std::size_t fold, const FoldResult&) { EXPECT_EQ(fold, calls++); });
     ASSERT_EQ(result.folds.size(), 4u);
     EXPECT_EQ(calls, 4u);
@@ -264,6 +293,33 @@ TEST(CrossValidation, PredictsEveryProblemWithTheModelThatDidNotSeeIt) {
     EXPECT_GT(result.pooled.overall.r2, 0.9) << format_report(result.pooled);
     EXPECT_GT(result.pooled.overall.top_k_achieved[0], 0.9) << format_report(result.pooled);
     EXPECT_THROW(cross_validate(problems, small_options(), 1), core::InputError);
+}
+
+// Folds trained side by side (their members sharing the jobs) finish in any order but give
+// the folds and pooled metrics of folds trained in turn.
+TEST(CrossValidation, JobsDoNotChangeTheFoldsOrThePooledMetrics) {
+    const auto problems = group_problems(testing::synthetic_dataset(30, 4), "synthetic");
+    auto options = small_options();
+    options.num_epochs = 3;
+    options.model.dropout_rate = 0.2;
+    options.ensemble = 2;
+    options.jobs = 1;
+    const auto in_turn = cross_validate(problems, options, 3);
+    options.jobs = 4;
+    std::set<std::size_t> folds_reported;
+    const auto side_by_side =
+        cross_validate(problems, options, 3, [&](std::size_t fold, const FoldResult&) { folds_reported.insert(fold); });
+    EXPECT_EQ(folds_reported, (std::set<std::size_t>{0, 1, 2}));
+    ASSERT_EQ(in_turn.folds.size(), side_by_side.folds.size());
+    for (std::size_t f = 0; f < in_turn.folds.size(); ++f) {
+        EXPECT_EQ(in_turn.folds[f].test_problems, side_by_side.folds[f].test_problems);
+        EXPECT_EQ(in_turn.folds[f].best_epoch, side_by_side.folds[f].best_epoch);
+        EXPECT_EQ(in_turn.folds[f].report.overall.rmse_log, side_by_side.folds[f].report.overall.rmse_log);
+    }
+    EXPECT_EQ(in_turn.pooled.overall.problems, side_by_side.pooled.overall.problems);
+    EXPECT_EQ(in_turn.pooled.overall.rmse_log, side_by_side.pooled.overall.rmse_log);
+    EXPECT_EQ(in_turn.pooled.overall.spearman, side_by_side.pooled.overall.spearman);
+    EXPECT_EQ(in_turn.pooled.overall.regret_p95, side_by_side.pooled.overall.regret_p95);
 }
 
 // Trial 0 is the options as given; the others are drawn from the seed (same seed, same

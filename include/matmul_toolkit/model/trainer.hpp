@@ -97,6 +97,11 @@ struct TrainOptions {
     /// CPU intra-op threads during training; 0: one per 512 rows of a batch, at most the
     /// hardware's (training_threads in src/model/flat_adam.hpp says why).
     int threads = 0;
+    /// Networks trained at once on the CPU (ensemble members; in cross_validate, every
+    /// fold's), each on its own thread with `threads` step threads; 0: as many as the cores
+    /// hold. Every network's draws follow from its seed alone, so any count gives the same
+    /// models. A GPU trains one network at a time.
+    int jobs = 0;
     /// Capture a training step as a CUDA graph once and replay it for every full batch
     /// (3.5x faster for the deep model on an H200). Unset: wherever it can be (a CUDA
     /// build, device cuda); true: required
@@ -158,7 +163,8 @@ struct CrossValidationResult {
 
 /// K-fold cross-validation by problem (k_fold_splits with options.validation_fraction
 /// and options.seed): trains one model per fold with `options` and evaluates it on the
-/// fold. `on_fold` (optional) is called after each fold.
+/// fold. `on_fold` (optional) is called after each fold, one call at a time; with
+/// several jobs (TrainOptions::jobs) folds train side by side and finish in any order.
 CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
                                      int folds, const std::function<void(std::size_t, const FoldResult&)>& on_fold = {});
 
