@@ -136,7 +136,8 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
         ->capture_default_str();
     cmd.add_option("--jobs", o.jobs,
                    "Networks trained at once on the CPU (--ensemble members; with --folds, every fold's), "
-                   "one thread each (times --threads); 0: one per core. The models do not depend on it")
+                   "each on a thread of its own with --threads step threads; 0: as many as the cores hold. "
+                   "The models do not depend on it")
         ->capture_default_str();
     // Graph steps are the default wherever they can run; the flags require or refuse them.
     auto* graph = cmd.add_flag("--cuda-graph", o.cuda_graph,

@@ -158,6 +158,7 @@ TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
         {{"--dataset", testing::sample_dataset(), "--folds", "1"}, "error: --folds"},
         {{"--dataset", testing::sample_dataset(), "--test-fraction", "-0.1"}, "error: --validation-fraction/--test-fraction"},
         {{"--dataset", testing::sample_dataset(), "--ensemble", "0"}, "error: --ensemble"},
+        {{"--dataset", testing::sample_dataset(), "--jobs", "-1"}, "error: --jobs: must be 0 (one per core) or more"},
         {{"--dataset", testing::sample_dataset(), "--ranking-loss", "listwise"}, "error: --ranking-loss"},
         {{"--dataset", testing::sample_dataset(), "--batch-norm", "layer"}, "error: --batch-norm: unknown mode 'layer'"},
         {{"--dataset", testing::sample_dataset(), "--tune", "-2"}, "error: --tune"},
