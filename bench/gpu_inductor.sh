@@ -228,7 +228,9 @@ step_repeats() {
 # cross-validation by problem on the machine's CPU cores: seeds CV_SEEDS (default "42 7")
 # side by side, nproc / seeds networks at once each (train --jobs; the models do not depend
 # on it). Each run stops once its pooled table is printed (the final fit after the folds
-# is not needed); logs and cv_metrics.json under $out/cv_<seed>.
+# is not needed); logs and cv_metrics.json under $out/cv_<seed>, whose worst_picks list the
+# CV_WORST (default 400) held-out problems the model's first pick loses most on: the tail
+# that sets regret p95.
 step_cross_validate() {
   local seeds=(${CV_SEEDS:-42 7}) datasets=() seed file pids=()
   bash scripts/datasets.sh unpack
@@ -238,7 +240,8 @@ step_cross_validate() {
   for seed in "${seeds[@]}"; do
     OMP_NUM_THREADS=1 "$cli" --device cpu --seed "$seed" train "${datasets[@]}" --folds 5 \
       --jobs $(($(nproc) / ${#seeds[@]})) --ensemble 5 --hidden-dims 64,32 --ranking-weight 10 --ranking-loss top \
-      --dropout 0 --patience 30 --num-epochs 300 --model "$out/cv_$seed.pt" --log-dir "$out/cv_$seed" \
+      --dropout 0 --patience 30 --num-epochs 300 --top-n-worst "${CV_WORST:-400}" \
+      --model "$out/cv_$seed.pt" --log-dir "$out/cv_$seed" \
       >"$out/cv_$seed.log" 2>&1 &
     pids+=($!)
   done
