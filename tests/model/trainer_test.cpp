@@ -222,15 +222,21 @@ TEST(Trainer, BadInputIsAClearError) {
     EXPECT_THROW(validate_train_options(options), core::InputError);
 }
 
+// A few epochs of an ensemble with dropout (every kind of random draw), one job.
+TrainOptions short_ensemble_with_dropout(int members) {
+    auto options = small_options();
+    options.num_epochs = 3;
+    options.model.dropout_rate = 0.2;
+    options.ensemble = members;
+    options.jobs = 1;
+    return options;
+}
+
 // Members trained side by side each draw what they would alone (initial weights, batch
 // order, dropout masks): --jobs changes the wall time, never the model.
 TEST(Trainer, JobsDoNotChangeTheModel) {
     const auto problems = group_problems(testing::synthetic_dataset(20, 4), "synthetic");
-    auto options = small_options();
-    options.num_epochs = 3;
-    options.model.dropout_rate = 0.2;
-    options.ensemble = 3;
-    options.jobs = 1;
+    auto options = short_ensemble_with_dropout(3);
     const auto alone = train_model(problems, options);
     options.jobs = 3;
     std::set<int> members_seen;
@@ -299,11 +305,7 @@ TEST(CrossValidation, PredictsEveryProblemWithTheModelThatDidNotSeeIt) {
 // the folds and pooled metrics of folds trained in turn.
 TEST(CrossValidation, JobsDoNotChangeTheFoldsOrThePooledMetrics) {
     const auto problems = group_problems(testing::synthetic_dataset(30, 4), "synthetic");
-    auto options = small_options();
-    options.num_epochs = 3;
-    options.model.dropout_rate = 0.2;
-    options.ensemble = 2;
-    options.jobs = 1;
+    auto options = short_ensemble_with_dropout(2);
     const auto in_turn = cross_validate(problems, options, 3);
     options.jobs = 4;
     std::set<std::size_t> folds_reported;
