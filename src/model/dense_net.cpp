@@ -95,26 +95,56 @@ namespace {
 // AVX2 and four xmm otherwise, whichever clone runs.
 typedef float Vec __attribute__((vector_size(kColTile * sizeof(float))));
 
-inline Vec load(const float* p) {
+[[gnu::always_inline]] inline Vec load(const float* p) {
     Vec v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
 
-inline void store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
+[[gnu::always_inline]] inline void store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
 
-/// kRows rows × kColTile outputs from column `o`: the accumulators stay in registers while
-/// the inputs stream past, so each weight load serves kRows rows.
-template <std::size_t kRows>
-inline void tile(const float* x, std::size_t x_stride, std::size_t in, const float* weight, std::size_t out,
-                 std::size_t o, float* y, std::size_t y_stride) {
-    Vec acc[kRows];
-    for (std::size_t t = 0; t < kRows; ++t) acc[t] = load(y + t * y_stride + o);
-    for (std::size_t i = 0; i < in; ++i) {
-        const Vec w = load(weight + i * out + o);
-        for (std::size_t t = 0; t < kRows; ++t) acc[t] += x[t * x_stride + i] * w;
+/// kRows rows × kVecs · kColTile outputs from column `o`: the accumulators stay in registers
+/// while the inputs stream past, so each weight load serves kRows rows. Always inlined, as
+/// the helpers below: a copy outside the cloned caller is compiled for baseline x86-64.
+template <std::size_t kRows, std::size_t kVecs>
+[[gnu::always_inline]] inline void tile(const float* x, std::size_t x_stride, std::size_t in, const float* weight,
+                                        std::size_t out, std::size_t o, float* y, std::size_t y_stride) {
+    Vec acc[kRows][kVecs];
+    for (std::size_t t = 0; t < kRows; ++t) {
+        for (std::size_t v = 0; v < kVecs; ++v) acc[t][v] = load(y + t * y_stride + o + v * kColTile);
     }
-    for (std::size_t t = 0; t < kRows; ++t) store(y + t * y_stride + o, acc[t]);
+    for (std::size_t i = 0; i < in; ++i) {
+        Vec w[kVecs];
+        for (std::size_t v = 0; v < kVecs; ++v) w[v] = load(weight + i * out + o + v * kColTile);
+        for (std::size_t t = 0; t < kRows; ++t) {
+            const float xi = x[t * x_stride + i];
+            for (std::size_t v = 0; v < kVecs; ++v) acc[t][v] += xi * w[v];
+        }
+    }
+    for (std::size_t t = 0; t < kRows; ++t) {
+        for (std::size_t v = 0; v < kVecs; ++v) store(y + t * y_stride + o + v * kColTile, acc[t][v]);
+    }
+}
+
+/// Rows from `r` on, columns [from, to) in tiles of kVecs · kColTile; returns where it stopped.
+template <std::size_t kVecs>
+[[gnu::always_inline]] inline std::size_t column_tiles(const float* x, std::size_t x_stride, std::size_t rows,
+                                                       std::size_t in, const float* weight, std::size_t out,
+                                                       std::size_t from, float* y, std::size_t y_stride) {
+    constexpr std::size_t kWidth = kVecs * kColTile;
+    const std::size_t to = from + (out - from) / kWidth * kWidth;
+    std::size_t r = 0;
+    for (; r + kRowTile <= rows; r += kRowTile) {
+        for (std::size_t o = from; o < to; o += kWidth) {
+            tile<kRowTile, kVecs>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
+        }
+    }
+    for (; r < rows; ++r) {
+        for (std::size_t o = from; o < to; o += kWidth) {
+            tile<1, kVecs>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
+        }
+    }
+    return to;
 }
 
 /// Outputs from column `from` on, one at a time (widths that are not a multiple of kColTile).
@@ -133,7 +163,7 @@ inline void tail_columns(const float* x, std::size_t x_stride, std::size_t rows,
 
 MMT_VECTOR_CLONES
 void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, std::size_t in,
-                        const float* weight, std::size_t out, float* y, std::size_t y_stride) {
+                        const float* weight, std::size_t out, float* y, std::size_t y_stride, bool wide_tiles) {
     if (out == 1) {
         // A dot product per row, kColTile partial sums at a time.
         const std::size_t full = in - in % kColTile;
@@ -148,19 +178,22 @@ void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, 
         }
         return;
     }
-    const std::size_t full_cols = out - out % kColTile;
-    std::size_t r = 0;
-    for (; r + kRowTile <= rows; r += kRowTile) {
-        for (std::size_t o = 0; o < full_cols; o += kColTile) {
-            tile<kRowTile>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
-        }
-    }
-    for (; r < rows; ++r) {
-        for (std::size_t o = 0; o < full_cols; o += kColTile) {
-            tile<1>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
-        }
-    }
-    if (full_cols < out) tail_columns(x, x_stride, rows, in, weight, out, full_cols, y, y_stride);
+    // AVX-512 retires two FMAs a cycle at a latency of four, so it needs eight independent
+    // accumulators: 4 rows × 2 vectors. AVX2 has 16 registers, which 4 rows × 1 vector
+    // (8 ymm) and its operands already nearly fill.
+    std::size_t from = 0;
+    if (wide_tiles) from = column_tiles<2>(x, x_stride, rows, in, weight, out, from, y, y_stride);
+    from = column_tiles<1>(x, x_stride, rows, in, weight, out, from, y, y_stride);
+    if (from < out) tail_columns(x, x_stride, rows, in, weight, out, from, y, y_stride);
+}
+
+bool has_wide_registers() {
+#if defined(__GNUC__) && defined(__x86_64__)
+    static const bool wide = __builtin_cpu_supports("avx512f");
+    return wide;
+#else
+    return false;
+#endif
 }
 
 void DenseNet::forward(const float* x, std::size_t rows, float* out, DenseScratch& scratch) const {

@@ -33,11 +33,20 @@ struct DenseScratch {
     std::vector<float> a, b, c;
 };
 
+/// Whether the CPU has 32 vector registers of 64 bytes (AVX-512), which take wider tiles.
+bool has_wide_registers();
+
 /// rows × out outputs y += x · weight (x: rows × in, row-major; weight: in × out). Row r
 /// of x starts at x + r · x_stride, of y at y + r · y_stride. Vectorised for the widest
-/// instruction set the CPU has.
+/// instruction set the CPU has; `wide_tiles` keeps twice the accumulators in registers,
+/// for CPUs where has_wide_registers() (any CPU computes the same with either).
 void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, std::size_t in,
-                        const float* weight, std::size_t out, float* y, std::size_t y_stride);
+                        const float* weight, std::size_t out, float* y, std::size_t y_stride, bool wide_tiles);
+
+inline void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, std::size_t in,
+                               const float* weight, std::size_t out, float* y, std::size_t y_stride) {
+    accumulate_product(x, x_stride, rows, in, weight, out, y, y_stride, has_wide_registers());
+}
 
 /// The same on packed rows (x_stride = in, y_stride = out).
 inline void accumulate_product(const float* x, std::size_t rows, std::size_t in, const float* weight,

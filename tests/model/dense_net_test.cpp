@@ -21,25 +21,31 @@ std::vector<float> random_values(std::size_t n, std::mt19937& rng) {
     return v;
 }
 
-// Every path of the kernel: 4-row tiles and leftover rows, 16-wide column tiles and
-// leftover columns, the one-output dot product, inputs shorter and longer than a tile.
+// Every path of the kernel, with narrow and wide tiles: 4-row tiles and leftover rows,
+// 32- and 16-wide column tiles and leftover columns, the one-output dot product, inputs
+// shorter and longer than a tile.
 TEST(DenseNet, ProductMatchesAPlainTripleLoop) {
     std::mt19937 rng(7);
-    for (std::size_t rows : {1u, 3u, 4u, 9u}) {
-        for (std::size_t in : {1u, 10u, 17u, 40u}) {
-            for (std::size_t out : {1u, 5u, 16u, 37u}) {
-                const auto x = random_values(rows * in, rng);
-                const auto w = random_values(in * out, rng);
-                auto y = random_values(rows * out, rng);
-                std::vector<double> expected(y.begin(), y.end());
-                for (std::size_t r = 0; r < rows; ++r) {
-                    for (std::size_t o = 0; o < out; ++o) {
-                        for (std::size_t i = 0; i < in; ++i) expected[r * out + o] += double(x[r * in + i]) * w[i * out + o];
+    for (bool wide : {false, true}) {
+        for (std::size_t rows : {1u, 3u, 4u, 9u}) {
+            for (std::size_t in : {1u, 10u, 17u, 40u}) {
+                for (std::size_t out : {1u, 5u, 16u, 37u, 64u, 85u}) {
+                    const auto x = random_values(rows * in, rng);
+                    const auto w = random_values(in * out, rng);
+                    auto y = random_values(rows * out, rng);
+                    std::vector<double> expected(y.begin(), y.end());
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        for (std::size_t o = 0; o < out; ++o) {
+                            for (std::size_t i = 0; i < in; ++i) {
+                                expected[r * out + o] += double(x[r * in + i]) * w[i * out + o];
+                            }
+                        }
                     }
-                }
-                accumulate_product(x.data(), rows, in, w.data(), out, y.data());
-                for (std::size_t j = 0; j < y.size(); ++j) {
-                    ASSERT_NEAR(y[j], expected[j], 1e-4) << rows << "x" << in << "x" << out << " at " << j;
+                    accumulate_product(x.data(), in, rows, in, w.data(), out, y.data(), out, wide);
+                    for (std::size_t j = 0; j < y.size(); ++j) {
+                        ASSERT_NEAR(y[j], expected[j], 1e-4)
+                            << (wide ? "wide " : "narrow ") << rows << "x" << in << "x" << out << " at " << j;
+                    }
                 }
             }
         }
