@@ -395,22 +395,51 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     return fit;
 }
 
-/// At most `limit` networks in training at once, across every fold and ensemble member.
-class FitSlots {
+/// Networks trained side by side on the CPU, across every fold and ensemble member: at
+/// most `limit` at once; the first failure sets `abandon`, which stops the others.
+class FitPool {
 public:
-    explicit FitSlots(int limit) : m_free(limit) {}
-    void acquire() {
-        std::unique_lock<std::mutex> lock(m_mutex);
-        m_released.wait(lock, [this] { return m_free > 0; });
-        --m_free;
-    }
-    void release() {
-        {
-            const std::lock_guard<std::mutex> lock(m_mutex);
-            ++m_free;
+    explicit FitPool(int limit) : m_free(limit) {}
+
+    /// One network's turn: waits for a free slot, gives it back when it ends.
+    class Slot {
+    public:
+        explicit Slot(FitPool& pool) : m_pool(pool) {
+            std::unique_lock<std::mutex> lock(m_pool.m_mutex);
+            m_pool.m_released.wait(lock, [this] { return m_pool.m_free > 0; });
+            --m_pool.m_free;
         }
-        m_released.notify_one();
+        ~Slot() {
+            {
+                const std::lock_guard<std::mutex> lock(m_pool.m_mutex);
+                ++m_pool.m_free;
+            }
+            m_pool.m_released.notify_one();
+        }
+        Slot(const Slot&) = delete;
+        Slot& operator=(const Slot&) = delete;
+
+    private:
+        FitPool& m_pool;
+    };
+
+    /// Options whose stop_requested also answers true once a fit has failed and whose
+    /// on_epoch calls come one at a time: what every fit in the pool runs with.
+    TrainOptions shared(const TrainOptions& options) {
+        TrainOptions shared = options;
+        shared.stop_requested = [this, stop = options.stop_requested] { return abandon.load() || (stop && stop()); };
+        if (options.on_epoch) {
+            shared.on_epoch = [this, on_epoch = options.on_epoch](const EpochStats& stats) {
+                const std::lock_guard<std::mutex> lock(callbacks);
+                on_epoch(stats);
+            };
+        }
+        return shared;
     }
+
+    std::atomic<bool> abandon{false};
+    /// Serialises the callers' callbacks (on_epoch, cross_validate's on_fold).
+    std::mutex callbacks;
 
 private:
     std::mutex m_mutex;
@@ -424,20 +453,28 @@ void run_on_threads(std::size_t count, const std::function<void(std::size_t)>& t
                     const std::function<void()>& on_failure) {
     std::mutex failure_mutex;
     std::exception_ptr failure;
+    const auto fail = [&](std::exception_ptr error) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) {
+            failure = std::move(error);
+            on_failure();
+        }
+    };
     std::vector<std::thread> threads;
     threads.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) {
-        threads.emplace_back([&, i] {
-            try {
-                task(i);
-            } catch (...) {
-                const std::lock_guard<std::mutex> lock(failure_mutex);
-                if (!failure) {
-                    failure = std::current_exception();
-                    on_failure();
+    try {
+        for (std::size_t i = 0; i < count; ++i) {
+            threads.emplace_back([&, i] {
+                try {
+                    task(i);
+                } catch (...) {
+                    fail(std::current_exception());
                 }
-            }
-        });
+            });
+        }
+    } catch (...) {
+        // No thread for the rest (std::system_error): stop the started ones, never leave them joinable.
+        fail(std::current_exception());
     }
     for (auto& thread : threads) thread.join();
     if (failure) std::rethrow_exception(failure);
@@ -467,22 +504,7 @@ ThreadCountScope step_threads(const TrainOptions& options, const c10::Device& de
     return ThreadCountScope(device.is_cpu() ? threads_per_fit(options) : at::get_num_threads());
 }
 
-/// Options whose stop_requested also answers true once `abandon` is set (a failed fit
-/// stops the others) and whose on_epoch calls come one at a time.
-TrainOptions shared_options(const TrainOptions& options, const std::atomic<bool>& abandon, std::mutex& callbacks) {
-    TrainOptions shared = options;
-    shared.stop_requested = [&abandon, stop = options.stop_requested] { return abandon.load() || (stop && stop()); };
-    if (options.on_epoch) {
-        shared.on_epoch = [&callbacks, on_epoch = options.on_epoch](const EpochStats& stats) {
-            const std::lock_guard<std::mutex> lock(callbacks);
-            on_epoch(stats);
-        };
-    }
-    return shared;
-}
-
-TrainResult train_with_slots(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
-                             FitSlots* slots);
+TrainResult train_in_pool(const std::vector<ProblemGroup>& problems, const TrainOptions& options, FitPool* pool);
 
 }  // namespace
 
@@ -507,17 +529,17 @@ TrainResult train_model(const std::vector<ProblemGroup>& problems, const TrainOp
     const c10::Device device = training_device(options);
     const ThreadCountScope threads = step_threads(options, device);
     const int jobs = std::min(concurrent_fits(options, device), options.ensemble);
-    if (jobs <= 1) return train_with_slots(problems, options, nullptr);
-    FitSlots slots(jobs);
-    return train_with_slots(problems, options, &slots);
+    if (jobs <= 1) return train_in_pool(problems, options, nullptr);
+    FitPool pool(jobs);
+    return train_in_pool(problems, pool.shared(options), &pool);
 }
 
 namespace {
 
-/// train_model's work; with `slots`, its ensemble members train on threads of their own,
-/// as many at once as the slots allow (shared with other folds'), else one after another.
-TrainResult train_with_slots(const std::vector<ProblemGroup>& problems, const TrainOptions& options,
-                             FitSlots* slots) {
+/// train_model's work; with `pool`, its ensemble members train on threads of their own,
+/// as many at once as the pool allows (shared with other folds'), else one after another.
+/// `options` are then the pool's shared() options.
+TrainResult train_in_pool(const std::vector<ProblemGroup>& problems, const TrainOptions& options, FitPool* pool) {
     const c10::Device device = training_device(options);
 
     TrainResult result;
@@ -575,36 +597,26 @@ TrainResult train_with_slots(const std::vector<ProblemGroup>& problems, const Tr
     data.x_val = to_tensor(val.x, static_cast<std::int64_t>(val.rows), width, device);
     data.y_val = to_tensor(val.y, static_cast<std::int64_t>(val.rows), 1, device);
 
-    // Ensemble members differ only in their seed (initial weights, batch order); the
-    // first member's history is the run's history.
-    // Each member's draws follow from its seed alone, so training them side by side gives
-    // the networks training them in turn does.
+    // Ensemble members differ only in their seed (initial weights, batch order), and each
+    // one's draws follow from its seed alone: side by side they train the networks they
+    // train in turn. The first member's history is the run's history.
     std::vector<std::optional<Fit>> fits(static_cast<std::size_t>(options.ensemble));
-    const auto fit_member = [&](const TrainOptions& fit_options, std::size_t member) {
-        fits[member] = fit_network(data, fit_options, options.seed + member, static_cast<int>(member), device);
+    const auto fit_member = [&](std::size_t member) {
+        fits[member] = fit_network(data, options, options.seed + member, static_cast<int>(member), device);
     };
-    if (slots) {
-        std::atomic<bool> abandon{false};
-        std::mutex callbacks;
-        const TrainOptions shared = shared_options(options, abandon, callbacks);
+    if (pool) {
         run_on_threads(
             fits.size(),
             [&](std::size_t member) {
-                slots->acquire();
-                try {
-                    fit_member(shared, member);
-                } catch (...) {
-                    slots->release();
-                    throw;
-                }
-                slots->release();
+                const FitPool::Slot slot(*pool);
+                fit_member(member);
             },
-            [&] { abandon = true; });
+            [&] { pool->abandon = true; });
     }
     std::vector<std::shared_ptr<RuntimeNetImpl>> members;
     double best_loss = 0.0;
     for (int member = 0; member < options.ensemble; ++member) {
-        if (!slots) fit_member(options, static_cast<std::size_t>(member));
+        if (!pool) fit_member(static_cast<std::size_t>(member));
         Fit& fit = *fits[static_cast<std::size_t>(member)];
         if (member == 0) {
             result.history = fit.history;
@@ -670,13 +682,13 @@ CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, 
         std::vector<std::vector<double>> predictions;  ///< per held-out problem
     };
     std::vector<std::optional<FoldOutcome>> outcomes(splits.size());
-    std::mutex callbacks;
-    const auto run_fold = [&](const TrainOptions& fold_options_base, std::size_t f, FitSlots* slots) {
+    std::mutex one_fold_callbacks;
+    const auto run_fold = [&](const TrainOptions& fold_options_base, std::size_t f, FitPool* pool) {
         TrainOptions fold_options = fold_options_base;
         fold_options.split = splits[f];
         fold_options.on_epoch = nullptr;
         const auto start = Clock::now();
-        TrainResult trained = train_with_slots(problems, fold_options, slots);
+        TrainResult trained = train_in_pool(problems, fold_options, pool);
         if (trained.interrupted) return;
         FoldOutcome outcome;
         outcome.fold.train_problems = splits[f].train.size();
@@ -686,7 +698,7 @@ CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, 
         outcome.fold.report = std::move(trained.test_report);
         outcome.predictions = predict_problems(trained.model, select_problems(problems, splits[f].test));
         outcomes[f] = std::move(outcome);
-        const std::lock_guard<std::mutex> lock(callbacks);
+        const std::lock_guard<std::mutex> lock(pool ? pool->callbacks : one_fold_callbacks);
         if (on_fold) on_fold(f, outcomes[f]->fold);
     };
     if (jobs <= 1) {
@@ -695,11 +707,10 @@ CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, 
             if (!outcomes[f]) break;
         }
     } else {
-        // Every fold on a thread of its own; their members share the slots.
-        FitSlots slots(jobs);
-        std::atomic<bool> abandon{false};
-        const TrainOptions shared = shared_options(options, abandon, callbacks);
-        run_on_threads(splits.size(), [&](std::size_t f) { run_fold(shared, f, &slots); }, [&] { abandon = true; });
+        // Every fold on a thread of its own; their members share the pool's slots.
+        FitPool pool(jobs);
+        const TrainOptions shared = pool.shared(options);
+        run_on_threads(splits.size(), [&](std::size_t f) { run_fold(shared, f, &pool); }, [&] { pool.abandon = true; });
     }
 
     // Folds in order, up to the first one interrupted.

@@ -150,7 +150,7 @@ struct FoldResult {
     std::size_t train_problems = 0;
     std::size_t test_problems = 0;
     int best_epoch = 0;
-    double seconds = 0.0;  ///< wall time of the fold's training
+    double seconds = 0.0;  ///< wall time of the fold's training (with --jobs, waits for a free slot included)
     EvaluationReport report;  ///< on the fold's held-out problems
 };
 
