@@ -68,7 +68,10 @@ struct ConfigRanker::Impl {
         problem_weight.assign(raw_weight.begin(), raw_weight.begin() + static_cast<std::ptrdiff_t>(num_problem * width));
         std::vector<std::size_t> config_only;
         for (std::size_t c = 0; c < num_config; ++c) {
-            (is_config_only_feature(num_problem + c) ? config_only : varying).push_back(c);
+            // Vendor features are zero on every kernel config's row: they add nothing.
+            const std::size_t index = num_problem + c;
+            if (is_vendor_feature(index)) continue;
+            (is_config_only_feature(index) ? config_only : varying).push_back(c);
         }
         for (std::size_t c : varying) {
             const float* row = raw_weight.data() + (num_problem + c) * width;

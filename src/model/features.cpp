@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
 namespace mmt::model {
@@ -88,7 +89,11 @@ enum ConfigFeature : std::size_t {
     kLog2AccumulatorsPerThread, kLog2TileIntensity, kLog2LoadsPerThread, kEvenK, kAllowTf32, kLog2Tiles,
     kLog2Waves, kLastWaveUtilisation, kMnPaddingWaste, kKPaddingWaste, kLog2KIterations,
     kLog2SmemBytesPerCta, kLog2PaddedFlops, kSmemFraction, kLog2CtasPerSm, kLog2ResidentWaves,
-    kLog2SerialIterations, kLog2LoadInstructionsPerThread, kLog2StagedLoadRegisters, kNumConfigFeatures
+    kLog2SerialIterations, kLog2LoadInstructionsPerThread, kLog2StagedLoadRegisters,
+    // The vendor-library row's own: zero on kernel configs' rows.
+    kVendor, kVendorProblem,
+    kVendorUnalignedRows = kVendorProblem + kNumProblemFeatures,  ///< A then B, × float16, bfloat16, float32
+    kNumConfigFeatures = kVendorUnalignedRows + 6
 };
 /// kLog2BlockM .. kLog2LoadsPerThread: what is_config_only_feature() reports.
 constexpr std::size_t kNumConfigOnlyFeatures = kEvenK;
@@ -99,7 +104,13 @@ const std::vector<std::string> kConfigFeatureNames = {
     "even_k", "allow_tf32", "log2_tiles", "log2_waves", "last_wave_utilisation", "mn_padding_waste",
     "k_padding_waste", "log2_k_iterations", "log2_smem_bytes_per_cta", "log2_padded_flops", "smem_fraction",
     "log2_ctas_per_sm", "log2_resident_waves", "log2_serial_iterations", "log2_load_instructions_per_thread",
-    "log2_staged_load_registers",
+    "log2_staged_load_registers", "vendor",
+    "vendor_op_mm", "vendor_op_addmm", "vendor_op_bmm", "vendor_a_transposed", "vendor_b_transposed",
+    "vendor_dtype_size", "vendor_dtype_float16", "vendor_dtype_bfloat16", "vendor_dtype_float32", "vendor_log2_B",
+    "vendor_log2_M", "vendor_log2_N", "vendor_log2_K", "vendor_log2_flops", "vendor_log2_bytes",
+    "vendor_log2_arithmetic_intensity", "vendor_log2_a_row_alignment", "vendor_log2_b_row_alignment",
+    "vendor_a_rows_unaligned_float16", "vendor_a_rows_unaligned_bfloat16", "vendor_a_rows_unaligned_float32",
+    "vendor_b_rows_unaligned_float16", "vendor_b_rows_unaligned_bfloat16", "vendor_b_rows_unaligned_float32",
 };
 
 // Occupancy is estimated against Hopper's limits (the GPUs the shipped data comes from):
@@ -277,6 +288,20 @@ ProblemFeatures::ProblemFeatures(const std::string& op_key, const core::MMShape&
     m_b_vector = std::max(1.0, b_alignment / b_size);
     m_a_async = a_alignment >= 4;
     m_b_async = b_alignment >= 4;
+
+    // cuBLAS picks its kernels by heuristics of its own (a misaligned bfloat16 batch is much
+    // slower there than the same float16 one): the vendor row gets the problem as inputs of
+    // its own, so what the network learns about it leaves the kernel rows alone.
+    m_vendor.assign(kNumConfigFeatures - kVendor, 0.0f);
+    m_vendor[0] = 1.0f;
+    std::copy(m_problem.begin(), m_problem.end(), m_vendor.begin() + (kVendorProblem - kVendor));
+    const auto& dtype = shape.M_dtype;
+    const int slot = dtype == "float16" ? 0 : dtype == "bfloat16" ? 1 : dtype == "float32" ? 2 : -1;
+    if (slot >= 0) {  // other dtypes (int8) have no slot, as they have no dtype flag
+        float* unaligned = m_vendor.data() + (kVendorUnalignedRows - kVendor);
+        unaligned[slot] = a_alignment < 16 ? 1.0f : 0.0f;
+        unaligned[3 + slot] = b_alignment < 16 ? 1.0f : 0.0f;
+    }
 }
 
 void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
@@ -330,10 +355,19 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
         log2d(load_instructions_per_thread(a_elements, b_elements, m_a_vector, m_b_vector, threads)));
     f[kLog2StagedLoadRegisters] = static_cast<float>(log2d(staged_load_registers(
         a_elements, b_elements, m_a_async, m_b_async, config.num_stages, m_dtype_size, threads)));
+    if (collect::is_reference_config(config)) {
+        std::copy(m_vendor.begin(), m_vendor.end(), f + kVendor);
+    } else {
+        std::fill(f + kVendor, f + kNumConfigFeatures, 0.0f);
+    }
 }
 
 bool is_config_only_feature(std::size_t index) {
     return index >= kNumProblemFeatures && index < kNumProblemFeatures + kNumConfigOnlyFeatures;
+}
+
+bool is_vendor_feature(std::size_t index) {
+    return index >= kNumProblemFeatures + kVendor && index < kNumProblemFeatures + kNumConfigFeatures;
 }
 
 namespace {
@@ -363,7 +397,7 @@ struct Axis {
 }  // namespace
 
 SpaceFeatures::SpaceFeatures(const std::vector<core::GemmConfig>& configs) {
-    static_assert(kNumConfigFeatures == 25, "keep the enum and the name list in step");
+    static_assert(kNumConfigFeatures == 50, "keep the enum and the name list in step");
     m_configs.reserve(configs.size());
     for (const auto& c : configs) {
         require_positive_fields(c);
@@ -444,6 +478,7 @@ void SpaceFeatures::write_config_part(const ProblemFeatures& problem, bool allow
         f[kLog2StagedLoadRegisters] = static_cast<float>(log2d(staged_load_registers(
             c.a_elements, c.b_elements, problem.m_a_async, problem.m_b_async, c.num_stages, problem.m_dtype_size,
             c.threads)));
+        std::fill(f + kVendor, f + kNumConfigFeatures, 0.0f);
     }
 }
 

@@ -117,6 +117,34 @@ TEST(Features, MisalignedRowsLoadElementByElement) {
     EXPECT_FLOAT_EQ(few_sms["log2_serial_iterations"], static_cast<float>(std::log2(6.0 * 26.0)));
 }
 
+// The vendor row (aten_bmm) sees the problem through inputs of its own; kernel rows see zeros there.
+TEST(Features, VendorFeaturesDescribeTheProblemOnTheVendorRowAlone) {
+    const auto shape = core::make_shape(2, 32, 255, 4096, "bfloat16");
+    collect::Problem problem;
+    problem.op = "bmm";
+    problem.layout = "nn";
+    problem.shape = shape;
+    const auto vendor = named(compute_features("bmm", shape, collect::reference_config(problem), 132));
+    const auto kernel = named(compute_features("bmm", shape, config(32, 64, 128, 8, 3, 4), 132));
+    std::size_t vendor_features = 0;
+    for (std::size_t i = 0; i < num_features(); ++i) {
+        if (!is_vendor_feature(i)) continue;
+        ++vendor_features;
+        EXPECT_EQ(kernel.at(feature_names()[i]), 0.0f) << feature_names()[i];
+    }
+    EXPECT_EQ(vendor_features, num_problem_features() + 7);
+    EXPECT_EQ(vendor.at("vendor"), 1.0f);
+    for (std::size_t i = 0; i < num_problem_features(); ++i) {
+        const std::string& name = feature_names()[i];
+        EXPECT_EQ(vendor.at("vendor_" + name), vendor.at(name)) << name;
+    }
+    // B's rows are 255 · 2 bytes apart: only 2-byte aligned. A's (4096 · 2 bytes) are aligned.
+    EXPECT_EQ(vendor.at("vendor_b_rows_unaligned_bfloat16"), 1.0f);
+    EXPECT_EQ(vendor.at("vendor_b_rows_unaligned_float16"), 0.0f);
+    EXPECT_EQ(vendor.at("vendor_a_rows_unaligned_bfloat16"), 0.0f);
+    EXPECT_FALSE(is_vendor_feature(num_problem_features()));
+}
+
 // bmm B=4 M=N=K=256 bfloat16, layout tn, 128x128x64, evenly dividing, 8 SMs: 4·2·2 = 16
 // tiles in exactly two waves, nothing padded.
 TEST(Features, BmmFullWavesHaveNoWaste) {

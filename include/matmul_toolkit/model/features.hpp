@@ -65,12 +65,18 @@ private:
     /// Whether A's and B's rows allow cp.async (4-byte alignment at least), which copies to
     /// shared memory without staging the loads in registers.
     bool m_a_async = true, m_b_async = true;
+    /// The vendor features' values on the vendor-library row.
+    std::vector<float> m_vendor;
 };
 
 /// True for the features that depend on the config alone (log2 of its block sizes and
 /// group_m, num_stages, log2 num_warps, accumulators per thread, tile intensity, loads per
 /// thread): the same value for every problem.
 bool is_config_only_feature(std::size_t index);
+
+/// True for the features of the vendor-library row (aten_*): a flag, the problem's features
+/// again and its unaligned rows per dtype. They are zero on every kernel config's row.
+bool is_vendor_feature(std::size_t index);
 
 /// A config space prepared for computing the config part of many problems' feature rows:
 /// logarithms and tile counts that depend on one block size are computed once per distinct
@@ -85,7 +91,8 @@ public:
 
     std::size_t size() const { return m_configs.size(); }
 
-    /// Writes size() × num_config_features() values: the config part of each config's row.
+    /// Writes size() × num_config_features() values: the config part of each config's row
+    /// (the configs are kernel configs: their vendor features are zero).
     void write_config_part(const ProblemFeatures& problem, bool allow_tf32, float* out) const;
 
 private:
