@@ -181,9 +181,7 @@ core::GemmConfig reference_config(const Problem& problem) {
     return config;
 }
 
-bool is_reference_config(const core::GemmConfig& config) {
-    return config.name.rfind("aten_", 0) == 0;
-}
+bool is_reference_config(const core::GemmConfig& config) { return core::is_vendor_entry(config); }
 
 std::string describe_config(const core::GemmConfig& c) {
     if (is_reference_config(c)) return c.name;

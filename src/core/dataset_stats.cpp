@@ -75,7 +75,7 @@ std::string shape_label(const MMShape& shape) {
 
 std::string config_label(const GemmConfig& c) {
     // Vendor-library entries (aten_mm, ...) carry placeholder tile fields.
-    if (c.name.rfind("aten_", 0) == 0) return c.name;
+    if (is_vendor_entry(c)) return c.name;
     std::string out = std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + "x" +
                       std::to_string(c.block_k) + " g" + std::to_string(c.group_m) + " s" +
                       std::to_string(c.num_stages) + " w" + std::to_string(c.num_warps);

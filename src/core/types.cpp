@@ -39,6 +39,8 @@ bool GemmConfig::operator==(const GemmConfig& o) const {
                     o.num_warps, o.even_k, o.allow_tf32, o.use_fast_accum, o.acc_type, o.version);
 }
 
+bool is_vendor_entry(const GemmConfig& config) { return config.name.rfind("aten_", 0) == 0; }
+
 std::size_t GemmConfigHash::operator()(const GemmConfig& c) const {
     std::size_t seed = 0;
     hash_field(seed, c.name);

@@ -5,7 +5,6 @@
 #include <cctype>
 #include <cmath>
 
-#include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
 namespace mmt::model {
@@ -355,7 +354,7 @@ void ProblemFeatures::write(const core::GemmConfig& config, float* out) const {
         log2d(load_instructions_per_thread(a_elements, b_elements, m_a_vector, m_b_vector, threads)));
     f[kLog2StagedLoadRegisters] = static_cast<float>(log2d(staged_load_registers(
         a_elements, b_elements, m_a_async, m_b_async, config.num_stages, m_dtype_size, threads)));
-    if (collect::is_reference_config(config)) {
+    if (core::is_vendor_entry(config)) {
         std::copy(m_vendor.begin(), m_vendor.end(), f + kVendor);
     } else {
         std::fill(f + kVendor, f + kNumConfigFeatures, 0.0f);

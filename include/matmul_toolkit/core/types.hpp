@@ -31,6 +31,10 @@ struct GemmConfig {
     bool operator!=(const GemmConfig& other) const { return !(*this == other); }
 };
 
+/// True for a vendor-library entry ("aten_mm", "aten_addmm", "aten_bmm": Inductor's extern
+/// choices), whose tile fields are placeholders.
+bool is_vendor_entry(const GemmConfig& config);
+
 /// Hash over every field that takes part in equality.
 struct GemmConfigHash {
     std::size_t operator()(const GemmConfig& config) const;
