@@ -230,7 +230,7 @@ step_repeats() {
 # on it). Each run stops once its pooled table is printed (the final fit after the folds
 # is not needed); logs and cv_metrics.json under $out/cv_<seed>, whose worst_picks list the
 # CV_WORST (default 400) held-out problems the model's first pick loses most on: the tail
-# that sets regret p95.
+# that sets regret p95. CV_RANKING_LOSS (default top) swaps the within-problem term.
 step_cross_validate() {
   local seeds=(${CV_SEEDS:-42 7}) datasets=() seed file pids=()
   bash scripts/datasets.sh unpack
@@ -239,7 +239,7 @@ step_cross_validate() {
   done
   for seed in "${seeds[@]}"; do
     OMP_NUM_THREADS=1 "$cli" --device cpu --seed "$seed" train "${datasets[@]}" --folds 5 \
-      --jobs $(($(nproc) / ${#seeds[@]})) --ensemble 5 --hidden-dims 64,32 --ranking-weight 10 --ranking-loss top \
+      --jobs $(($(nproc) / ${#seeds[@]})) --ensemble 5 --hidden-dims 64,32 --ranking-weight 10 --ranking-loss "${CV_RANKING_LOSS:-top}" \
       --dropout 0 --patience 30 --num-epochs 300 --top-n-worst "${CV_WORST:-400}" \
       --model "$out/cv_$seed.pt" --log-dir "$out/cv_$seed" \
       >"$out/cv_$seed.log" 2>&1 &

@@ -148,8 +148,8 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
         ->excludes(graph);
     cmd.add_option("--folds", o.folds,
                    "First estimate held-out quality by K-fold cross-validation by problem (per-fold and "
-                   "pooled metrics, cv_metrics.json in --log-dir), then train and save the model as usual; "
-                   "0: no cross-validation")
+                   "pooled metrics, cv_metrics.json and the held-out predictions, cv_predictions.csv, in "
+                   "--log-dir), then train and save the model as usual; 0: no cross-validation")
         ->capture_default_str();
     cmd.add_option("--tune", o.tune,
                    "Search N trials (seeded by --seed) over the base network's widths and depth, learning rate, "

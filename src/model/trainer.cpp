@@ -715,19 +715,21 @@ CrossValidationResult cross_validate(const std::vector<ProblemGroup>& problems, 
 
     // Folds in order, up to the first one interrupted.
     CrossValidationResult result;
-    std::vector<ProblemGroup> held_out;
-    std::vector<std::vector<double>> predictions;
     for (std::size_t f = 0; f < splits.size(); ++f) {
         if (!outcomes[f]) {
             result.interrupted = true;
             break;
         }
         auto fold_problems = select_problems(problems, splits[f].test);
-        std::move(fold_problems.begin(), fold_problems.end(), std::back_inserter(held_out));
-        std::move(outcomes[f]->predictions.begin(), outcomes[f]->predictions.end(), std::back_inserter(predictions));
+        result.held_out_fold.insert(result.held_out_fold.end(), fold_problems.size(), static_cast<int>(f));
+        std::move(fold_problems.begin(), fold_problems.end(), std::back_inserter(result.held_out));
+        std::move(outcomes[f]->predictions.begin(), outcomes[f]->predictions.end(),
+                  std::back_inserter(result.held_out_log_ms));
         result.folds.push_back(std::move(outcomes[f]->fold));
     }
-    if (!held_out.empty()) result.pooled = evaluate_predictions(held_out, predictions, options.top_n_worst);
+    if (!result.held_out.empty()) {
+        result.pooled = evaluate_predictions(result.held_out, result.held_out_log_ms, options.top_n_worst);
+    }
     return result;
 }
 

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "matmul_toolkit/core/csv_table.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/dataset_stats.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "report_json.hpp"
 
@@ -158,6 +160,32 @@ std::string cross_validation_json(const CrossValidationResult& result) {
     return j.dump(2) + "\n";
 }
 
+std::string cross_validation_predictions_csv(const CrossValidationResult& result) {
+    core::CsvTable table;
+    table.columns = {"fold",      "problem",   "op",      "dtype",      "B",         "M",
+                     "N",         "K",         "config",  "block_m",    "block_n",   "block_k",
+                     "group_m",   "num_stages", "num_warps", "measured_ms", "predicted_ms"};
+    const auto number = [](double value) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof(buffer), "%.6g", value);
+        return std::string(buffer);
+    };
+    for (std::size_t p = 0; p < result.held_out.size(); ++p) {
+        const ProblemGroup& problem = result.held_out[p];
+        const core::MMShape& s = problem.shape;
+        for (std::size_t i = 0; i < problem.timings.size(); ++i) {
+            const core::GemmConfig& c = problem.timings[i].config;
+            table.rows.push_back({std::to_string(result.held_out_fold[p]), std::to_string(p), problem.op_key,
+                                  core::dtype_label(s), std::to_string(s.B), std::to_string(s.M), std::to_string(s.N),
+                                  std::to_string(s.K), c.name, std::to_string(c.block_m), std::to_string(c.block_n),
+                                  std::to_string(c.block_k), std::to_string(c.group_m), std::to_string(c.num_stages),
+                                  std::to_string(c.num_warps), number(problem.timings[i].time_ms),
+                                  number(std::exp(result.held_out_log_ms[p][i]))});
+        }
+    }
+    return core::csv_text(table);
+}
+
 std::filesystem::path write_cross_validation_log(const CrossValidationResult& result,
                                                  const std::filesystem::path& log_dir) {
     std::error_code ec;
@@ -165,6 +193,7 @@ std::filesystem::path write_cross_validation_log(const CrossValidationResult& re
     if (ec) throw core::InputError(log_dir.string(), "cannot create the log directory: " + ec.message());
     const auto path = log_dir / "cv_metrics.json";
     core::write_file_atomically(path, cross_validation_json(result));
+    core::write_file_atomically(log_dir / "cv_predictions.csv", cross_validation_predictions_csv(result));
     return path;
 }
 

@@ -3,12 +3,14 @@
 
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "matmul_toolkit/core/csv_table.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/meta_sidecar.hpp"
 #include "tiny_model.hpp"
@@ -59,6 +61,17 @@ TEST_F(TrainCommand, FoldsCrossValidateThenTrainTheModel) {
     EXPECT_EQ(cv["folds"].size(), 3u);
     EXPECT_TRUE(cv["pooled"]["overall"]["regret"]["p95"].is_number());
     EXPECT_TRUE(fs::exists(dir / "m.pt"));
+    // Every held-out timing once, with the fold that held it out and both times.
+    const auto predictions = core::read_csv(dir / "logs" / "cv_predictions.csv");
+    EXPECT_EQ(predictions.rows.size(), cv["pooled"]["overall"]["rows"].get<std::size_t>());
+    const auto fold = core::csv_column(predictions, "fold", "cv_predictions.csv");
+    const auto predicted = core::csv_column(predictions, "predicted_ms", "cv_predictions.csv");
+    std::set<std::string> folds;
+    for (const auto& row : predictions.rows) {
+        folds.insert(row[fold]);
+        EXPECT_GT(std::stod(row[predicted]), 0.0);
+    }
+    EXPECT_EQ(folds, (std::set<std::string>{"0", "1", "2"}));
 }
 
 TEST_F(TrainCommand, ZeroTestFractionTrainsTheFinalModelOnTheTestProblemsToo) {

@@ -158,6 +158,11 @@ struct CrossValidationResult {
     std::vector<FoldResult> folds;
     /// Every problem predicted by the model that did not see it, evaluated together.
     EvaluationReport pooled;
+    /// Those problems fold by fold, each with its fold's number (0-based) and the held-out
+    /// prediction (ln ms) for each of its timings, in the problem's order.
+    std::vector<ProblemGroup> held_out;
+    std::vector<int> held_out_fold;
+    std::vector<std::vector<double>> held_out_log_ms;
     bool interrupted = false;
 };
 

@@ -29,7 +29,12 @@ std::vector<std::filesystem::path> write_training_logs(const TrainResult& result
 /// pooled report over all folds.
 std::string cross_validation_json(const CrossValidationResult& result);
 
-/// Writes cv_metrics.json into `log_dir` (created if needed) atomically; returns its path.
+/// cv_predictions.csv: one line per held-out timing (fold, problem, op, dtype, shape,
+/// config, measured and predicted ms), for studying the misses that set the tail.
+std::string cross_validation_predictions_csv(const CrossValidationResult& result);
+
+/// Writes cv_metrics.json and cv_predictions.csv into `log_dir` (created if needed), each
+/// atomically; returns the metrics file's path.
 std::filesystem::path write_cross_validation_log(const CrossValidationResult& result,
                                                  const std::filesystem::path& log_dir);
 
