@@ -13,6 +13,8 @@
 namespace mmt::model {
 namespace {
 
+constexpr std::size_t kChunkRows = 128;
+
 std::vector<core::GemmConfig> distinct(const std::vector<core::GemmConfig>& configs) {
     std::unordered_set<core::GemmConfig, core::GemmConfigHash> seen;
     std::vector<core::GemmConfig> out;
@@ -116,16 +118,23 @@ struct ConfigRanker::Impl {
         for (std::size_t i = 0; i < rows; ++i) {
             for (std::size_t v = 0; v < nv; ++v) varying_rows[i * nv + v] = config_part[i * num_config + varying[v]];
         }
-        auto& first = scratch.a;
-        first.resize(rows * width);
-        for (std::size_t i = 0; i < rows; ++i) {
-            const float* share = config_share.data() + i * width;
-            float* out = first.data() + i * width;
-            for (std::size_t o = 0; o < width; ++o) out[o] = share[o] + problem_share[o];
-        }
-        accumulate_product(varying_rows.data(), rows, nv, varying_weight.data(), width, first.data());
+        // Through the whole network kChunkRows configs at a time: a whole space's activations
+        // (megabytes for an ensemble's wide layers) would stream through memory once per
+        // layer, a chunk's stay in the core's cache.
         log_ms.resize(rows);
-        model.dense.forward_from_first(rows, log_ms.data(), scratch);
+        for (std::size_t begin = 0; begin < rows; begin += kChunkRows) {
+            const std::size_t count = std::min(kChunkRows, rows - begin);
+            auto& first = scratch.a;
+            first.resize(count * width);
+            for (std::size_t i = 0; i < count; ++i) {
+                const float* share = config_share.data() + (begin + i) * width;
+                float* out = first.data() + i * width;
+                for (std::size_t o = 0; o < width; ++o) out[o] = share[o] + problem_share[o];
+            }
+            accumulate_product(varying_rows.data() + begin * nv, count, nv, varying_weight.data(), width,
+                               first.data());
+            model.dense.forward_from_first(count, log_ms.data() + begin, scratch);
+        }
         return log_ms;
     }
 };
