@@ -226,30 +226,60 @@ step_repeats() {
 
 # The shipped model's recipe (data/README, models/inductor_h200.pt) in 5-fold
 # cross-validation by problem on the machine's CPU cores: seeds CV_SEEDS (default "42 7")
-# side by side, nproc / seeds networks at once each (train --jobs; the models do not depend
+# side by side, nproc / runs networks at once each (train --jobs; the models do not depend
 # on it). Each run stops once its pooled table is printed (the final fit after the folds
 # is not needed); logs and cv_metrics.json under $out/cv_<seed>, whose worst_picks list the
 # CV_WORST (default 400) held-out problems the model's first pick loses most on: the tail
-# that sets regret p95. CV_RANKING_LOSS (default top) swaps the within-problem term.
+# that sets regret p95. CV_VARIANTS compares recipes in one call, every seed of each side
+# by side: "NAME:OPTIONS;NAME:OPTIONS", each OPTIONS replacing the recipe's value of an
+# option it names or adding it (e.g. "base:;wide:--hidden-dims 128,64"; out: cv_<name>_<seed>).
+cv_recipe=(--ensemble 5 --hidden-dims 64,32 --ranking-weight 10 --ranking-loss top --dropout 0 --patience 30
+  --num-epochs 300)
+
+# The recipe with the options of $1 ("--opt value ...") in place of its own.
+cv_options() {
+  local -a recipe=("${cv_recipe[@]}") changes
+  read -r -a changes <<<"$1"
+  local i j
+  for ((i = 0; i < ${#changes[@]}; i += 2)); do
+    for ((j = 0; j < ${#recipe[@]}; j += 2)); do
+      [[ ${recipe[$j]} == "${changes[$i]}" ]] && { recipe[$((j + 1))]=${changes[$((i + 1))]}; continue 2; }
+    done
+    recipe+=("${changes[$i]}" "${changes[$((i + 1))]}")
+  done
+  printf '%s\n' "${recipe[@]}"
+}
+
 step_cross_validate() {
-  local seeds=(${CV_SEEDS:-42 7}) datasets=() seed file pids=()
+  local seeds=(${CV_SEEDS:-42 7}) datasets=() names=() options=() pids=() variant seed file name i
   bash scripts/datasets.sh unpack
   for file in $(cd data/datasets && LC_ALL=C ls h200_inductor_default_*_unpadded.msgpack); do
     datasets+=(--dataset "data/datasets/$file")
   done
-  for seed in "${seeds[@]}"; do
+  IFS=';' read -r -a variants <<<"${CV_VARIANTS:-:}"
+  for variant in "${variants[@]}"; do
+    for seed in "${seeds[@]}"; do
+      name=${variant%%:*}
+      names+=("cv_${name:+${name}_}$seed")
+      options+=("${variant#*:}")
+    done
+  done
+  for i in "${!names[@]}"; do
+    name=${names[$i]}
+    seed=${name##*_}
+    mapfile -t recipe < <(cv_options "${options[$i]}")
     OMP_NUM_THREADS=1 "$cli" --device cpu --seed "$seed" train "${datasets[@]}" --folds 5 \
-      --jobs $(($(nproc) / ${#seeds[@]})) --ensemble 5 --hidden-dims 64,32 --ranking-weight 10 --ranking-loss "${CV_RANKING_LOSS:-top}" \
-      --dropout 0 --patience 30 --num-epochs 300 --top-n-worst "${CV_WORST:-400}" \
-      --model "$out/cv_$seed.pt" --log-dir "$out/cv_$seed" \
-      >"$out/cv_$seed.log" 2>&1 &
+      --jobs $(($(nproc) / ${#names[@]} > 0 ? $(nproc) / ${#names[@]} : 1)) "${recipe[@]}" \
+      --top-n-worst "${CV_WORST:-400}" --model "$out/$name.pt" --log-dir "$out/$name" >"$out/$name.log" 2>&1 &
     pids+=($!)
   done
-  for i in "${!seeds[@]}"; do
-    while kill -0 "${pids[$i]}" 2>/dev/null && ! grep -qs "^top-k:" "$out/cv_${seeds[$i]}.log"; do sleep 2; done
+  for i in "${!names[@]}"; do
+    name=${names[$i]}
+    while kill -0 "${pids[$i]}" 2>/dev/null && ! grep -qs "^top-k:" "$out/$name.log"; do sleep 2; done
     kill "${pids[$i]}" 2>/dev/null; wait "${pids[$i]}" 2>/dev/null
-    grep -q "^top-k:" "$out/cv_${seeds[$i]}.log" || status=1
-    grep -A14 "fold cross-validation" "$out/cv_${seeds[$i]}.log" | head -16 | tee "$out/cv_${seeds[$i]}.txt"
+    grep -q "^top-k:" "$out/$name.log" || status=1
+    echo "== $name: ${options[$i]:-the recipe}" | tee "$out/$name.txt"
+    grep -A14 "fold cross-validation" "$out/$name.log" | head -16 | tee -a "$out/$name.txt"
   done
   rm -f "$out"/cv_*.pt
 }

@@ -96,6 +96,12 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "Stop after this many epochs without a better validation loss; the best "
                    "epoch's weights are kept")
         ->capture_default_str();
+    cmd.add_option("--lr-decay-after", o.lr_decay_after,
+                   "Multiply the learning rate by --lr-decay after this many epochs without a better "
+                   "validation loss, and after each such run again (0: a constant rate)")
+        ->capture_default_str();
+    cmd.add_option("--lr-decay", o.lr_decay, "Factor of each learning-rate decay (--lr-decay-after)")
+        ->capture_default_str();
     cmd.add_option("--validation-fraction", o.validation_fraction, "Share of problems for validation")
         ->capture_default_str();
     cmd.add_option("--test-fraction", o.test_fraction,
@@ -184,6 +190,8 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.batch_size = o.batch_size;
     t.num_epochs = o.num_epochs;
     t.patience = o.patience;
+    t.lr_decay_after = o.lr_decay_after;
+    t.lr_decay = o.lr_decay;
     t.validation_fraction = o.validation_fraction;
     t.test_fraction = o.test_fraction;
     t.device = training_device(global);

@@ -29,6 +29,8 @@ struct TrainCliOptions {
     double learning_rate = 1e-3;
     double weight_decay = 1e-5;
     int patience = 10;
+    int lr_decay_after = 0;
+    double lr_decay = 0.5;
     double validation_fraction = 0.15;
     double test_fraction = 0.15;
     std::string hardware_name;

@@ -40,6 +40,12 @@ void FlatAdam::zero_grad() { m_grads.zero_(); }
 void FlatAdam::keep_step_on_device() {
     if (m_device_step.defined()) return;
     m_device_step = torch::full({}, static_cast<double>(m_step), m_params.options().dtype(at::kDouble));
+    m_device_lr = torch::full({}, m_lr, m_params.options().dtype(at::kDouble));
+}
+
+void FlatAdam::set_learning_rate(double learning_rate) {
+    m_lr = learning_rate;
+    if (m_device_lr.defined()) m_device_lr.fill_(learning_rate);
 }
 
 void FlatAdam::step() {
@@ -53,7 +59,7 @@ void FlatAdam::step() {
         const at::Tensor bias1 = 1.0 - at::pow(m_beta1, m_device_step);
         const at::Tensor bias2 = 1.0 - at::pow(m_beta2, m_device_step);
         const at::Tensor denom = (m_exp_avg_sq.sqrt() / bias2.sqrt()).add_(m_eps);
-        m_params.sub_(m_exp_avg / denom * (m_lr / bias1));
+        m_params.sub_(m_exp_avg / denom * (m_device_lr / bias1));
         return;
     }
     const double bias1 = 1.0 - std::pow(m_beta1, static_cast<double>(m_step));

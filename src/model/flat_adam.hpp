@@ -27,12 +27,17 @@ public:
     /// step launches the same kernels with the same arguments every time and can be
     /// captured in a CUDA graph (a few more kernels a step, none waiting on the host).
     void keep_step_on_device();
+    /// The learning rate of the steps from now on (a captured step reads it from the
+    /// device, so a replayed graph follows it too).
+    void set_learning_rate(double learning_rate);
+    double learning_rate() const { return m_lr; }
 
 private:
     at::Tensor m_params, m_grads, m_exp_avg, m_exp_avg_sq;
     double m_lr, m_weight_decay, m_beta1, m_beta2, m_eps;
     long m_step = 0;
     at::Tensor m_device_step;  ///< float64 scalar; defined after keep_step_on_device()
+    at::Tensor m_device_lr;    ///< float64 scalar; likewise
 };
 
 /// Intra-op threads worth using for training steps of `batch_rows` rows: one per 512 rows,

@@ -353,6 +353,8 @@ void Predictor::save(const std::filesystem::path& path) const {
     hyper.set("batch_size", PyValue::from_int(info.batch_size));
     hyper.set("num_epochs", PyValue::from_int(info.num_epochs));
     hyper.set("patience", PyValue::from_int(info.patience));
+    hyper.set("lr_decay_after", PyValue::from_int(info.lr_decay_after));
+    hyper.set("lr_decay", PyValue::from_double(info.lr_decay));
     hyper.set("seed", PyValue::from_string(info.seed));
     root.set("hyperparameters", std::move(hyper));
 
@@ -449,6 +451,8 @@ Predictor Predictor::load(const std::filesystem::path& path, const std::string& 
         if (hyper.has("batch_size")) info.batch_size = static_cast<int>(hyper.get_int("batch_size"));
         if (hyper.has("num_epochs")) info.num_epochs = static_cast<int>(hyper.get_int("num_epochs"));
         if (hyper.has("patience")) info.patience = static_cast<int>(hyper.get_int("patience"));
+        if (hyper.has("lr_decay_after")) info.lr_decay_after = static_cast<int>(hyper.get_int("lr_decay_after"));
+        if (hyper.has("lr_decay")) info.lr_decay = hyper.get_double("lr_decay");
         if (hyper.has("seed")) info.seed = hyper.get_string("seed");
     }
     if (file.has("training")) {

@@ -145,6 +145,8 @@ void validate_train_options(const TrainOptions& o) {
     if (o.batch_size < 2) throw core::InputError("--batch-size", "must be at least 2");
     if (o.num_epochs < 1) throw core::InputError("--num-epochs", "must be at least 1");
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
+    if (o.lr_decay_after < 0) throw core::InputError("--lr-decay-after", "must be 0 (no decay) or more");
+    if (!(o.lr_decay > 0.0 && o.lr_decay <= 1.0)) throw core::InputError("--lr-decay", "must be in (0, 1]");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
     if (o.vendor_weight < 1) throw core::InputError("--vendor-weight", "must be at least 1");
     if (o.vendor_weight > 1 && !o.vendor_rows) {
@@ -368,6 +370,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         EpochStats stats;
         stats.epoch = epoch;
         stats.member = member;
+        stats.learning_rate = optimizer.learning_rate();
         stats.train_loss = train_loss;
         stats.validation_loss = val_loss;
         stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
@@ -380,6 +383,8 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             epochs_without_improvement = 0;
         } else {
             ++epochs_without_improvement;
+            if (options.lr_decay_after > 0 && epochs_without_improvement % options.lr_decay_after == 0)
+                optimizer.set_learning_rate(optimizer.learning_rate() * options.lr_decay);
         }
         fit.history.push_back(stats);
         if (options.on_epoch) options.on_epoch(stats);
@@ -570,6 +575,8 @@ TrainResult train_in_pool(const std::vector<ProblemGroup>& problems, const Train
     info.batch_size = options.batch_size;
     info.num_epochs = options.num_epochs;
     info.patience = options.patience;
+    info.lr_decay_after = options.lr_decay_after;
+    info.lr_decay = options.lr_decay_after > 0 ? options.lr_decay : 0.0;
     info.seed = std::to_string(options.seed);
     info.train_problems = result.split.train.size();
     info.train_rows = result.train_rows;

@@ -26,11 +26,11 @@ std::string num(double value, const char* format = "%.6g") {
 
 std::string history_csv(const std::vector<EpochStats>& history) {
     std::ostringstream out;
-    out << "epoch,train_loss,validation_loss,seconds,rows_per_second,best\n";
+    out << "epoch,train_loss,validation_loss,seconds,rows_per_second,best,learning_rate\n";
     for (const auto& e : history) {
         out << e.epoch << ',' << num(e.train_loss, "%.9g") << ',' << num(e.validation_loss, "%.9g") << ','
             << num(e.seconds, "%.4f") << ',' << num(e.rows_per_second, "%.1f") << ',' << (e.improved ? 1 : 0)
-            << '\n';
+            << ',' << num(e.learning_rate, "%.6g") << '\n';
     }
     return out.str();
 }

@@ -77,6 +77,36 @@ TEST(FlatAdam, StepCountOnTheDeviceGivesTheSameSteps) {
     for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-7)) << "parameter " << i;
 }
 
+TEST(FlatAdam, ANewLearningRateStepsLikeLibTorchsAdamAtThatRate) {
+    // A decayed rate (train --lr-decay-after) on the host step count and on the device one.
+    torch::manual_seed(7);
+    auto on_host = small_net();
+    auto on_device = copy_of(on_host);
+    auto reference = copy_of(on_host);
+    FlatAdam host_adam(on_host->parameters(), 1e-2, 1e-3);
+    FlatAdam device_adam(on_device->parameters(), 1e-2, 1e-3);
+    device_adam.keep_step_on_device();
+    torch::optim::Adam adam(reference->parameters(), torch::optim::AdamOptions(1e-2).weight_decay(1e-3));
+    const auto x = torch::randn({16, 5});
+    const auto y = torch::randn({16, 1});
+    for (int step = 0; step < 6; ++step) {
+        if (step == 3) {
+            host_adam.set_learning_rate(2.5e-3);
+            device_adam.set_learning_rate(2.5e-3);
+            static_cast<torch::optim::AdamOptions&>(adam.param_groups()[0].options()).lr(2.5e-3);
+        }
+        train_step(on_host, host_adam, x, y);
+        train_step(on_device, device_adam, x, y);
+        train_step(reference, adam, x, y);
+    }
+    EXPECT_DOUBLE_EQ(host_adam.learning_rate(), 2.5e-3);
+    const auto a = on_host->parameters(), b = on_device->parameters(), c = reference->parameters();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(a[i], c[i], 1e-5, 1e-6)) << "parameter " << i;
+        EXPECT_TRUE(torch::allclose(b[i], c[i], 1e-5, 1e-6)) << "parameter " << i;
+    }
+}
+
 TEST(FlatAdam, GradientsAreViewsOfOneBufferAndZeroTogether) {
     auto net = small_net();
     FlatAdam flat(net->parameters(), 1e-3, 0.0);

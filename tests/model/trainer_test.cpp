@@ -168,6 +168,39 @@ TEST(Trainer, EarlyStoppingRestoresTheBestEpoch) {
     EXPECT_EQ(result.model.info().best_epoch, result.best_epoch);
 }
 
+// --lr-decay-after: each run of that many epochs without a better validation loss
+// multiplies the rate by --lr-decay; an improvement starts the count again.
+TEST(Trainer, LearningRateDecaysAfterEpochsWithoutImprovement) {
+    const auto dataset = testing::synthetic_dataset(12, 21, 0.3);
+    auto options = small_options();
+    options.model.hidden_dims = {128, 128};
+    options.learning_rate = 2e-2;  // overfits: validation stalls within a few epochs
+    options.num_epochs = 40;
+    options.patience = 12;
+    options.batch_size = 8;
+    options.lr_decay_after = 3;
+    options.lr_decay = 0.5;
+    const auto result = train_model(dataset, "synthetic", options);
+
+    double expected = options.learning_rate;
+    int without_improvement = 0, decays = 0;
+    for (const auto& e : result.history) {
+        EXPECT_DOUBLE_EQ(e.learning_rate, expected) << "epoch " << e.epoch;
+        if (e.improved) {
+            without_improvement = 0;
+        } else if (++without_improvement % 3 == 0) {
+            expected *= 0.5;
+            ++decays;
+        }
+    }
+    EXPECT_GE(decays, 2);
+    EXPECT_EQ(result.model.info().lr_decay_after, 3);
+    EXPECT_DOUBLE_EQ(result.model.info().lr_decay, 0.5);
+
+    options.lr_decay = 0.0;
+    EXPECT_THROW(validate_train_options(options), core::InputError);
+}
+
 TEST(Trainer, StopRequestEndsTrainingWithBestWeights) {
     const auto dataset = testing::synthetic_dataset(10, 4);
     auto options = small_options();

@@ -12,18 +12,18 @@ namespace {
 
 std::vector<EpochStats> three_epochs() {
     std::vector<EpochStats> h(3);
-    h[0] = {1, 2.0, 1.5, 0.25, 1000.0, true};
-    h[1] = {2, 1.0, 0.5, 0.25, 2000.0, true};
-    h[2] = {3, 0.5, 0.75, 0.25, 3000.0, false};
+    h[0] = {1, 2.0, 1.5, 0.25, 1000.0, true, 0, 1e-3};
+    h[1] = {2, 1.0, 0.5, 0.25, 2000.0, true, 0, 1e-3};
+    h[2] = {3, 0.5, 0.75, 0.25, 3000.0, false, 0, 5e-4};
     return h;
 }
 
 TEST(TrainingLog, HistoryCsvHasOneLinePerEpoch) {
     EXPECT_EQ(history_csv(three_epochs()),
-              "epoch,train_loss,validation_loss,seconds,rows_per_second,best\n"
-              "1,2,1.5,0.2500,1000.0,1\n"
-              "2,1,0.5,0.2500,2000.0,1\n"
-              "3,0.5,0.75,0.2500,3000.0,0\n");
+              "epoch,train_loss,validation_loss,seconds,rows_per_second,best,learning_rate\n"
+              "1,2,1.5,0.2500,1000.0,1,0.001\n"
+              "2,1,0.5,0.2500,2000.0,1,0.001\n"
+              "3,0.5,0.75,0.2500,3000.0,0,0.0005\n");
 }
 
 TEST(TrainingLog, SvgIsSelfContainedWithBothCurvesAndTheBestEpoch) {

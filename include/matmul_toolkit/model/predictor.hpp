@@ -28,6 +28,8 @@ struct ModelInfo {
     int batch_size = 0;
     int num_epochs = 0;
     int patience = 0;
+    int lr_decay_after = 0;  ///< 0: the learning rate stayed constant
+    double lr_decay = 0.0;
     std::string seed;
     int epochs_run = 0;
     int best_epoch = 0;

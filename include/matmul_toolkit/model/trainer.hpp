@@ -26,6 +26,7 @@ struct EpochStats {
     double rows_per_second = 0.0;  ///< training rows processed per second of the training pass
     bool improved = false;         ///< validation loss is the best so far
     int member = 0;                ///< ensemble member (0-based) this epoch trained
+    double learning_rate = 0.0;    ///< Adam's learning rate in this epoch
 };
 
 /// The within-problem term added to the MSE of ln time (TrainOptions::ranking_weight).
@@ -63,6 +64,11 @@ struct TrainOptions {
     int batch_size = 64;
     int num_epochs = 100;
     int patience = 10;  ///< epochs without validation improvement before stopping
+    /// After this many epochs without a better validation loss (and after each such run of
+    /// epochs again), the learning rate is multiplied by lr_decay; 0: a constant rate.
+    /// Smaller steps late in training resolve what a rate of 1e-3 leaves as noise.
+    int lr_decay_after = 0;
+    double lr_decay = 0.5;
     double validation_fraction = 0.15;
     double test_fraction = 0.15;
     std::string device = "cpu";  ///< "cpu" | "cuda"
