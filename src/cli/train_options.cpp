@@ -102,6 +102,11 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
         ->capture_default_str();
     cmd.add_option("--lr-decay", o.lr_decay, "Factor of each learning-rate decay (--lr-decay-after)")
         ->capture_default_str();
+    cmd.add_option("--weight-average", o.weight_average,
+                   "Keep an exponential moving average of the weights, this decay a step (e.g. 0.999: "
+                   "about the last 1,000 steps), and validate, keep and save it instead of the weights "
+                   "(0: the weights themselves)")
+        ->capture_default_str();
     cmd.add_option("--validation-fraction", o.validation_fraction, "Share of problems for validation")
         ->capture_default_str();
     cmd.add_option("--test-fraction", o.test_fraction,
@@ -192,6 +197,7 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
     t.patience = o.patience;
     t.lr_decay_after = o.lr_decay_after;
     t.lr_decay = o.lr_decay;
+    t.weight_average = o.weight_average;
     t.validation_fraction = o.validation_fraction;
     t.test_fraction = o.test_fraction;
     t.device = training_device(global);

@@ -31,6 +31,7 @@ struct TrainCliOptions {
     int patience = 10;
     int lr_decay_after = 0;
     double lr_decay = 0.5;
+    double weight_average = 0.0;
     double validation_fraction = 0.15;
     double test_fraction = 0.15;
     std::string hardware_name;

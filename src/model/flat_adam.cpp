@@ -48,6 +48,21 @@ void FlatAdam::set_learning_rate(double learning_rate) {
     if (m_device_lr.defined()) m_device_lr.fill_(learning_rate);
 }
 
+void FlatAdam::keep_weight_average(double decay) {
+    if (!(decay > 0.0 && decay < 1.0)) throw core::Error("training", "a weight-average decay must be in (0, 1)");
+    torch::NoGradGuard no_grad;
+    m_average_decay = decay;
+    m_average = m_params.clone();
+}
+
+void FlatAdam::swap_weight_average() {
+    if (!m_average.defined()) throw core::Error("training", "no weight average is kept");
+    torch::NoGradGuard no_grad;
+    const at::Tensor weights = m_params.clone();
+    m_params.copy_(m_average);
+    m_average.copy_(weights);
+}
+
 void FlatAdam::step() {
     torch::NoGradGuard no_grad;
     ++m_step;
@@ -60,12 +75,14 @@ void FlatAdam::step() {
         const at::Tensor bias2 = 1.0 - at::pow(m_beta2, m_device_step);
         const at::Tensor denom = (m_exp_avg_sq.sqrt() / bias2.sqrt()).add_(m_eps);
         m_params.sub_(m_exp_avg / denom * (m_device_lr / bias1));
+        if (m_average.defined()) m_average.lerp_(m_params, 1.0 - m_average_decay);
         return;
     }
     const double bias1 = 1.0 - std::pow(m_beta1, static_cast<double>(m_step));
     const double bias2 = 1.0 - std::pow(m_beta2, static_cast<double>(m_step));
     const at::Tensor denom = (m_exp_avg_sq.sqrt() / std::sqrt(bias2)).add_(m_eps);
     m_params.addcdiv_(m_exp_avg, denom, -m_lr / bias1);
+    if (m_average.defined()) m_average.lerp_(m_params, 1.0 - m_average_decay);
 }
 
 int training_threads(long batch_rows) {

@@ -32,8 +32,19 @@ public:
     void set_learning_rate(double learning_rate);
     double learning_rate() const { return m_lr; }
 
+    /// From now on every step also moves an exponential moving average of the weights
+    /// toward them, average = decay · average + (1 − decay) · weights, starting from the
+    /// weights as they are; part of step(), so a captured step keeps it too.
+    void keep_weight_average(double decay);
+    bool has_weight_average() const { return m_average.defined(); }
+    /// Exchanges the weights with their average, in place (the same buffers, so a captured
+    /// step is unaffected): the network then computes with the average until the next call.
+    void swap_weight_average();
+
 private:
     at::Tensor m_params, m_grads, m_exp_avg, m_exp_avg_sq;
+    at::Tensor m_average;  ///< defined after keep_weight_average()
+    double m_average_decay = 0.0;
     double m_lr, m_weight_decay, m_beta1, m_beta2, m_eps;
     long m_step = 0;
     at::Tensor m_device_step;  ///< float64 scalar; defined after keep_step_on_device()

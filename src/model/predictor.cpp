@@ -355,6 +355,7 @@ void Predictor::save(const std::filesystem::path& path) const {
     hyper.set("patience", PyValue::from_int(info.patience));
     hyper.set("lr_decay_after", PyValue::from_int(info.lr_decay_after));
     hyper.set("lr_decay", PyValue::from_double(info.lr_decay));
+    hyper.set("weight_average", PyValue::from_double(info.weight_average));
     hyper.set("seed", PyValue::from_string(info.seed));
     root.set("hyperparameters", std::move(hyper));
 
@@ -453,6 +454,7 @@ Predictor Predictor::load(const std::filesystem::path& path, const std::string& 
         if (hyper.has("patience")) info.patience = static_cast<int>(hyper.get_int("patience"));
         if (hyper.has("lr_decay_after")) info.lr_decay_after = static_cast<int>(hyper.get_int("lr_decay_after"));
         if (hyper.has("lr_decay")) info.lr_decay = hyper.get_double("lr_decay");
+        if (hyper.has("weight_average")) info.weight_average = hyper.get_double("weight_average");
         if (hyper.has("seed")) info.seed = hyper.get_string("seed");
     }
     if (file.has("training")) {

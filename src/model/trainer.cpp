@@ -147,6 +147,8 @@ void validate_train_options(const TrainOptions& o) {
     if (o.patience < 1) throw core::InputError("--patience", "must be at least 1");
     if (o.lr_decay_after < 0) throw core::InputError("--lr-decay-after", "must be 0 (no decay) or more");
     if (!(o.lr_decay > 0.0 && o.lr_decay <= 1.0)) throw core::InputError("--lr-decay", "must be in (0, 1]");
+    if (!(o.weight_average >= 0.0 && o.weight_average < 1.0))
+        throw core::InputError("--weight-average", "must be in [0, 1) (0: off)");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
     if (o.vendor_weight < 1) throw core::InputError("--vendor-weight", "must be at least 1");
     if (o.vendor_weight > 1 && !o.vendor_rows) {
@@ -268,6 +270,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
     const at::Tensor &x_train = data.x_train, &y_train = data.y_train, &x_val = data.x_val, &y_val = data.y_val;
 
     FlatAdam optimizer(net->parameters(), options.learning_rate, options.weight_decay);
+    if (options.weight_average > 0.0) optimizer.keep_weight_average(options.weight_average);
 
     const auto n = static_cast<std::int64_t>(train.rows);
     const std::int64_t batch = options.batch_size;
@@ -359,6 +362,9 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
         // validation loss stands and the epoch counts as one without improvement.
         const bool validate = epoch % options.eval_every == 0 || epoch == options.num_epochs;
         net->eval();
+        // With a weight average, the average is what is validated and kept: it stays in the
+        // network from here to the end of the epoch's bookkeeping.
+        if (optimizer.has_weight_average()) optimizer.swap_weight_average();
         const double val_loss = validate ? evaluate_loss(net, x_val, y_val) : last_val_loss;
         last_val_loss = val_loss;
         if (!std::isfinite(train_loss) || !std::isfinite(val_loss)) {
@@ -386,6 +392,7 @@ Fit fit_network(const TrainingData& data, const TrainOptions& options, std::uint
             if (options.lr_decay_after > 0 && epochs_without_improvement % options.lr_decay_after == 0)
                 optimizer.set_learning_rate(optimizer.learning_rate() * options.lr_decay);
         }
+        if (optimizer.has_weight_average()) optimizer.swap_weight_average();
         fit.history.push_back(stats);
         if (options.on_epoch) options.on_epoch(stats);
         if (epochs_without_improvement >= options.patience) {
@@ -577,6 +584,7 @@ TrainResult train_in_pool(const std::vector<ProblemGroup>& problems, const Train
     info.patience = options.patience;
     info.lr_decay_after = options.lr_decay_after;
     info.lr_decay = options.lr_decay_after > 0 ? options.lr_decay : 0.0;
+    info.weight_average = options.weight_average;
     info.seed = std::to_string(options.seed);
     info.train_problems = result.split.train.size();
     info.train_rows = result.train_rows;

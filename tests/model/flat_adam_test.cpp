@@ -3,6 +3,8 @@
 
 #include "flat_adam.hpp"
 
+#include "matmul_toolkit/core/error.hpp"
+
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -105,6 +107,45 @@ TEST(FlatAdam, ANewLearningRateStepsLikeLibTorchsAdamAtThatRate) {
         EXPECT_TRUE(torch::allclose(a[i], c[i], 1e-5, 1e-6)) << "parameter " << i;
         EXPECT_TRUE(torch::allclose(b[i], c[i], 1e-5, 1e-6)) << "parameter " << i;
     }
+}
+
+// The weight average follows average = d · average + (1 − d) · weights after every step,
+// on the host and the device step count alike, and a swap exchanges the two in place.
+TEST(FlatAdam, WeightAverageFollowsEveryStepAndSwapsInPlace) {
+    for (const bool on_device : {false, true}) {
+        torch::manual_seed(9);
+        auto net = small_net();
+        FlatAdam optimizer(net->parameters(), 1e-2, 0.0);
+        if (on_device) optimizer.keep_step_on_device();
+        EXPECT_FALSE(optimizer.has_weight_average());
+        optimizer.keep_weight_average(0.9);
+        ASSERT_TRUE(optimizer.has_weight_average());
+        std::vector<at::Tensor> expected;
+        for (const auto& p : net->parameters()) expected.push_back(p.detach().clone());
+        const auto x = torch::randn({16, 5});
+        const auto y = torch::randn({16, 1});
+        for (int step = 0; step < 5; ++step) {
+            train_step(net, optimizer, x, y);
+            const auto now = net->parameters();
+            for (std::size_t i = 0; i < now.size(); ++i) expected[i] = 0.9 * expected[i] + 0.1 * now[i].detach();
+        }
+        std::vector<at::Tensor> weights, storage;
+        for (const auto& p : net->parameters()) weights.push_back(p.detach().clone()), storage.push_back(p);
+        optimizer.swap_weight_average();
+        const auto swapped = net->parameters();
+        for (std::size_t i = 0; i < swapped.size(); ++i) {
+            EXPECT_EQ(swapped[i].data_ptr(), storage[i].data_ptr()) << "parameter " << i << " moved";
+            EXPECT_TRUE(torch::allclose(swapped[i], expected[i], 1e-5, 1e-7)) << "parameter " << i;
+            EXPECT_FALSE(torch::allclose(swapped[i], weights[i], 1e-5, 1e-7)) << "parameter " << i;
+        }
+        optimizer.swap_weight_average();
+        const auto back = net->parameters();
+        for (std::size_t i = 0; i < back.size(); ++i) EXPECT_TRUE(torch::equal(back[i], weights[i])) << "parameter " << i;
+    }
+    auto net = small_net();
+    FlatAdam optimizer(net->parameters(), 1e-2, 0.0);
+    EXPECT_THROW(optimizer.keep_weight_average(1.0), core::Error);
+    EXPECT_THROW(optimizer.swap_weight_average(), core::Error);
 }
 
 TEST(FlatAdam, GradientsAreViewsOfOneBufferAndZeroTogether) {

@@ -1,6 +1,9 @@
 #include "matmul_toolkit/model/trainer.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -23,6 +26,25 @@ TrainOptions small_options() {
     o.learning_rate = 3e-3;
     o.seed = 11;
     return o;
+}
+
+// The MSE of ln time the trained model makes on its validation problems.
+double validation_mse(const TrainResult& result, const core::Dataset& dataset) {
+    const auto problems = group_problems(dataset, "synthetic");
+    double sum = 0;
+    std::size_t rows = 0;
+    for (auto i : result.split.validation) {
+        const auto& p = problems[i];
+        std::vector<core::GemmConfig> configs;
+        for (const auto& t : p.timings) configs.push_back(t.config);
+        const auto predicted = result.model.predict_log_ms(p.op_key, p.shape, configs);
+        for (std::size_t r = 0; r < configs.size(); ++r) {
+            const double err = predicted[r] - std::log(p.timings[r].time_ms);
+            sum += err * err;
+            ++rows;
+        }
+    }
+    return sum / static_cast<double>(rows);
 }
 
 // The model must learn a runtime law on problems it has never seen: padded flops over a
@@ -150,21 +172,7 @@ TEST(Trainer, EarlyStoppingRestoresTheBestEpoch) {
     EXPECT_NE(result.history.back().validation_loss, best);
 
     // The returned weights reproduce the best epoch's validation loss, not the last one's.
-    const auto problems = group_problems(dataset, "synthetic");
-    double sum = 0;
-    std::size_t rows = 0;
-    for (auto i : result.split.validation) {
-        const auto& p = problems[i];
-        std::vector<core::GemmConfig> configs;
-        for (const auto& t : p.timings) configs.push_back(t.config);
-        const auto predicted = result.model.predict_log_ms(p.op_key, p.shape, configs);
-        for (std::size_t r = 0; r < configs.size(); ++r) {
-            const double err = predicted[r] - std::log(p.timings[r].time_ms);
-            sum += err * err;
-            ++rows;
-        }
-    }
-    EXPECT_NEAR(sum / rows, best, 1e-4 * std::max(1.0, best));
+    EXPECT_NEAR(validation_mse(result, dataset), best, 1e-4 * std::max(1.0, best));
     EXPECT_EQ(result.model.info().best_epoch, result.best_epoch);
 }
 
@@ -198,6 +206,43 @@ TEST(Trainer, LearningRateDecaysAfterEpochsWithoutImprovement) {
     EXPECT_DOUBLE_EQ(result.model.info().lr_decay, 0.5);
 
     options.lr_decay = 0.0;
+    EXPECT_THROW(validate_train_options(options), core::InputError);
+}
+
+// --weight-average: the average of the weights is what is validated and saved, and on
+// noisy steps (a high learning rate, small batches) its validation loss is the steadier.
+TEST(Trainer, WeightAverageIsWhatIsValidatedAndSaved) {
+    const auto dataset = testing::synthetic_dataset(12, 21, 0.3);
+    auto options = small_options();
+    options.learning_rate = 2e-2;
+    options.num_epochs = 30;
+    options.patience = 30;
+    options.batch_size = 8;
+    const auto plain = train_model(dataset, "synthetic", options);
+    options.weight_average = 0.99;
+    const auto averaged = train_model(dataset, "synthetic", options);
+
+    ASSERT_EQ(averaged.history.size(), plain.history.size());
+    // The average moves less from epoch to epoch than the weights on these noisy steps.
+    const auto variation = [](const TrainResult& r) {
+        double sum = 0.0;
+        for (std::size_t i = r.history.size() / 2; i < r.history.size(); ++i)
+            sum += std::abs(r.history[i].validation_loss - r.history[i - 1].validation_loss);
+        return sum;
+    };
+    EXPECT_LT(variation(averaged), 0.25 * variation(plain));
+    const double best = averaged.best_validation_loss;
+    EXPECT_NEAR(validation_mse(averaged, dataset), best, 1e-4 * std::max(1.0, best));
+    EXPECT_DOUBLE_EQ(averaged.model.info().weight_average, 0.99);
+    EXPECT_DOUBLE_EQ(plain.model.info().weight_average, 0.0);
+    // The checkpoint records it.
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("mmt_weight_average_" + std::to_string(::getpid()) + ".pt");
+    averaged.model.save(path);
+    EXPECT_DOUBLE_EQ(Predictor::load(path).info().weight_average, 0.99);
+    std::filesystem::remove(path);
+
+    options.weight_average = 1.0;
     EXPECT_THROW(validate_train_options(options), core::InputError);
 }
 

@@ -82,6 +82,8 @@ void expect_replays_match_eager_steps(const RankingTerm& ranking, bool batch_sta
     FlatAdam graphed_adam(graphed_net->parameters(), 3e-3, 1e-4);
     FlatAdam eager_adam(eager_net->parameters(), 3e-3, 1e-4);
     eager_adam.keep_step_on_device();  // the same bias-correction arithmetic on both sides
+    graphed_adam.keep_weight_average(0.9);  // train --weight-average: captured with the step
+    eager_adam.keep_weight_average(0.9);
     TrainingStepGraph graph(graphed_net, graphed_adam, x, y, kBatch, ranking);
 
     const int steps = 8;  // 3 warm-up, the capture, 4 replays
@@ -98,15 +100,22 @@ void expect_replays_match_eager_steps(const RankingTerm& ranking, bool batch_sta
             training_step(eager_net, eager_adam, x, y, indices[s], groups[s], ranking) * static_cast<double>(kBatch);
     }
     EXPECT_NEAR(graph.loss_sum().item<double>(), eager_loss_sum.item<double>(), 1e-4 * eager_loss_sum.item<double>());
-    const auto a = graphed_net->state_dict(), b = eager_net->state_dict();
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (a[i].second.is_floating_point()) {
-            EXPECT_TRUE(torch::allclose(a[i].second, b[i].second, 1e-4, 1e-5))
-                << a[i].first << ": largest difference "
-                << (a[i].second - b[i].second).abs().max().item<double>();
-        } else {
-            EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first;  // num_batches_tracked
+    // The weights, then their averages.
+    for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            graphed_adam.swap_weight_average();
+            eager_adam.swap_weight_average();
+        }
+        const auto a = graphed_net->state_dict(), b = eager_net->state_dict();
+        ASSERT_EQ(a.size(), b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            if (a[i].second.is_floating_point()) {
+                EXPECT_TRUE(torch::allclose(a[i].second, b[i].second, 1e-4, 1e-5))
+                    << a[i].first << (pass ? " (average)" : "") << ": largest difference "
+                    << (a[i].second - b[i].second).abs().max().item<double>();
+            } else {
+                EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first;  // num_batches_tracked
+            }
         }
     }
 }

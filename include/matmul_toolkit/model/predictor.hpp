@@ -30,6 +30,7 @@ struct ModelInfo {
     int patience = 0;
     int lr_decay_after = 0;  ///< 0: the learning rate stayed constant
     double lr_decay = 0.0;
+    double weight_average = 0.0;  ///< 0: the saved weights are the trained ones, not an average
     std::string seed;
     int epochs_run = 0;
     int best_epoch = 0;

@@ -69,6 +69,9 @@ struct TrainOptions {
     /// Off by default: on the H200 Inductor data it did not lower held-out regret (README, train).
     int lr_decay_after = 0;
     double lr_decay = 0.5;
+    /// Keep an exponential moving average of the weights (this decay per step) and validate,
+    /// keep and save the average instead of the weights; 0: the weights themselves.
+    double weight_average = 0.0;
     double validation_fraction = 0.15;
     double test_fraction = 0.15;
     std::string device = "cpu";  ///< "cpu" | "cuda"
