@@ -91,63 +91,72 @@ DenseLayer make_dense_layer(std::size_t in, std::size_t out, std::vector<float> 
 
 namespace {
 
-// GCC's generic vectors: one 64-byte vector becomes a zmm register with AVX-512, two ymm with
-// AVX2 and four xmm otherwise, whichever clone runs.
-typedef float Vec __attribute__((vector_size(kColTile * sizeof(float))));
+// GCC's generic vectors: a 16-lane (64-byte) vector becomes a zmm register with AVX-512, two
+// ymm with AVX2 and four xmm otherwise, whichever clone runs. The 8- and 4-lane ones take
+// the columns left over after the 16-wide tiles (a width of 40: 2 × 16 + 8).
+template <std::size_t kLanes>
+struct Lanes {
+    typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
+};
+using Vec = Lanes<kColTile>::Vec;
 
-[[gnu::always_inline]] inline Vec load(const float* p) {
-    Vec v;
+template <typename V>
+[[gnu::always_inline]] inline V load(const float* p) {
+    V v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
 
-[[gnu::always_inline]] inline void store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
+template <typename V>
+[[gnu::always_inline]] inline void store(float* p, const V& v) { std::memcpy(p, &v, sizeof v); }
 
-/// kRows rows × kVecs · kColTile outputs from column `o`: the accumulators stay in registers
+/// kRows rows × kVecs · kLanes outputs from column `o`: the accumulators stay in registers
 /// while the inputs stream past, so each weight load serves kRows rows. Always inlined, as
 /// the helpers below: a copy outside the cloned caller is compiled for baseline x86-64.
-template <std::size_t kRows, std::size_t kVecs>
+template <std::size_t kRows, std::size_t kVecs, std::size_t kLanes>
 [[gnu::always_inline]] inline void tile(const float* x, std::size_t x_stride, std::size_t in, const float* weight,
                                         std::size_t out, std::size_t o, float* y, std::size_t y_stride) {
-    Vec acc[kRows][kVecs];
+    using V = typename Lanes<kLanes>::Vec;
+    V acc[kRows][kVecs];
     for (std::size_t t = 0; t < kRows; ++t) {
-        for (std::size_t v = 0; v < kVecs; ++v) acc[t][v] = load(y + t * y_stride + o + v * kColTile);
+        for (std::size_t v = 0; v < kVecs; ++v) acc[t][v] = load<V>(y + t * y_stride + o + v * kLanes);
     }
     for (std::size_t i = 0; i < in; ++i) {
-        Vec w[kVecs];
-        for (std::size_t v = 0; v < kVecs; ++v) w[v] = load(weight + i * out + o + v * kColTile);
+        V w[kVecs];
+        for (std::size_t v = 0; v < kVecs; ++v) w[v] = load<V>(weight + i * out + o + v * kLanes);
         for (std::size_t t = 0; t < kRows; ++t) {
             const float xi = x[t * x_stride + i];
             for (std::size_t v = 0; v < kVecs; ++v) acc[t][v] += xi * w[v];
         }
     }
     for (std::size_t t = 0; t < kRows; ++t) {
-        for (std::size_t v = 0; v < kVecs; ++v) store(y + t * y_stride + o + v * kColTile, acc[t][v]);
+        for (std::size_t v = 0; v < kVecs; ++v) store(y + t * y_stride + o + v * kLanes, acc[t][v]);
     }
 }
 
-/// Rows from `r` on, columns [from, to) in tiles of kVecs · kColTile; returns where it stopped.
-template <std::size_t kVecs>
+/// Every row, columns from `from` on in tiles of kVecs · kLanes, as many as fit; returns the
+/// first column left.
+template <std::size_t kVecs, std::size_t kLanes = kColTile>
 [[gnu::always_inline]] inline std::size_t column_tiles(const float* x, std::size_t x_stride, std::size_t rows,
                                                        std::size_t in, const float* weight, std::size_t out,
                                                        std::size_t from, float* y, std::size_t y_stride) {
-    constexpr std::size_t kWidth = kVecs * kColTile;
+    constexpr std::size_t kWidth = kVecs * kLanes;
     const std::size_t to = from + (out - from) / kWidth * kWidth;
     std::size_t r = 0;
     for (; r + kRowTile <= rows; r += kRowTile) {
         for (std::size_t o = from; o < to; o += kWidth) {
-            tile<kRowTile, kVecs>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
+            tile<kRowTile, kVecs, kLanes>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
         }
     }
     for (; r < rows; ++r) {
         for (std::size_t o = from; o < to; o += kWidth) {
-            tile<1, kVecs>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
+            tile<1, kVecs, kLanes>(x + r * x_stride, x_stride, in, weight, out, o, y + r * y_stride, y_stride);
         }
     }
     return to;
 }
 
-/// Outputs from column `from` on, one at a time (widths that are not a multiple of kColTile).
+/// Outputs from column `from` on, one at a time (the last one to three columns of a width).
 inline void tail_columns(const float* x, std::size_t x_stride, std::size_t rows, std::size_t in,
                          const float* weight, std::size_t out, std::size_t from, float* y, std::size_t y_stride) {
     for (std::size_t r = 0; r < rows; ++r) {
@@ -170,7 +179,7 @@ void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, 
         for (std::size_t r = 0; r < rows; ++r) {
             const float* xr = x + r * x_stride;
             Vec lanes = {};
-            for (std::size_t i = 0; i < full; i += kColTile) lanes += load(xr + i) * load(weight + i);
+            for (std::size_t i = 0; i < full; i += kColTile) lanes += load<Vec>(xr + i) * load<Vec>(weight + i);
             float sum = 0.0f;
             for (std::size_t l = 0; l < kColTile; ++l) sum += lanes[l];
             for (std::size_t i = full; i < in; ++i) sum += xr[i] * weight[i];
@@ -184,6 +193,8 @@ void accumulate_product(const float* x, std::size_t x_stride, std::size_t rows, 
     std::size_t from = 0;
     if (wide_tiles) from = column_tiles<2>(x, x_stride, rows, in, weight, out, from, y, y_stride);
     from = column_tiles<1>(x, x_stride, rows, in, weight, out, from, y, y_stride);
+    from = column_tiles<1, kColTile / 2>(x, x_stride, rows, in, weight, out, from, y, y_stride);
+    from = column_tiles<1, kColTile / 4>(x, x_stride, rows, in, weight, out, from, y, y_stride);
     if (from < out) tail_columns(x, x_stride, rows, in, weight, out, from, y, y_stride);
 }
 

@@ -22,14 +22,14 @@ std::vector<float> random_values(std::size_t n, std::mt19937& rng) {
 }
 
 // Every path of the kernel, with narrow and wide tiles: 4-row tiles and leftover rows,
-// 32- and 16-wide column tiles and leftover columns, the one-output dot product, inputs
+// 32-, 16-, 8- and 4-wide column tiles and leftover columns, the one-output dot product, inputs
 // shorter and longer than a tile.
 TEST(DenseNet, ProductMatchesAPlainTripleLoop) {
     std::mt19937 rng(7);
     for (bool wide : {false, true}) {
         for (std::size_t rows : {1u, 3u, 4u, 9u}) {
             for (std::size_t in : {1u, 10u, 17u, 40u}) {
-                for (std::size_t out : {1u, 5u, 16u, 37u, 64u, 85u}) {
+                for (std::size_t out : {1u, 5u, 16u, 24u, 37u, 40u, 44u, 64u, 85u}) {
                     const auto x = random_values(rows * in, rng);
                     const auto w = random_values(in * out, rng);
                     auto y = random_values(rows * out, rng);
