@@ -175,11 +175,14 @@ std::string cross_validation_predictions_csv(const CrossValidationResult& result
         const core::MMShape& s = problem.shape;
         for (std::size_t i = 0; i < problem.timings.size(); ++i) {
             const core::GemmConfig& c = problem.timings[i].config;
+            // A vendor-library row (aten_*) has no tile: its fields stay empty, not the defaults.
+            const bool vendor = core::is_vendor_entry(c);
+            const auto tile_field = [vendor](int value) { return vendor ? std::string() : std::to_string(value); };
             table.rows.push_back({std::to_string(result.held_out_fold[p]), std::to_string(p), problem.op_key,
                                   core::dtype_label(s), std::to_string(s.B), std::to_string(s.M), std::to_string(s.N),
-                                  std::to_string(s.K), c.name, std::to_string(c.block_m), std::to_string(c.block_n),
-                                  std::to_string(c.block_k), std::to_string(c.group_m), std::to_string(c.num_stages),
-                                  std::to_string(c.num_warps), number(problem.timings[i].time_ms),
+                                  std::to_string(s.K), c.name, tile_field(c.block_m), tile_field(c.block_n),
+                                  tile_field(c.block_k), tile_field(c.group_m), tile_field(c.num_stages),
+                                  tile_field(c.num_warps), number(problem.timings[i].time_ms),
                                   number(std::exp(result.held_out_log_ms[p][i]))});
         }
     }

@@ -1,5 +1,6 @@
 #include "matmul_toolkit/model/training_log.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -66,6 +67,35 @@ TEST(TrainingLog, WritesTheThreeFiles) {
     EXPECT_EQ(json["split"]["train_problems"], 3);
     EXPECT_TRUE(json["test"].contains("overall"));
     fs::remove_all(dir.parent_path());
+}
+
+// One line per held-out timing; an aten_* row has no tile, so its tile fields are empty.
+TEST(TrainingLog, CrossValidationPredictionsLeaveTheVendorRowsTilesEmpty) {
+    CrossValidationResult result;
+    ProblemGroup problem;
+    problem.op_key = "mm";
+    problem.shape.M = 64;
+    problem.shape.N = 128;
+    problem.shape.K = 256;
+    core::TimedConfig triton;
+    triton.config.name = "mm_config";
+    triton.config.block_m = 32;
+    triton.config.block_n = 64;
+    triton.config.block_k = 16;
+    triton.config.group_m = 8;
+    triton.config.num_stages = 3;
+    triton.config.num_warps = 4;
+    triton.time_ms = 0.5;
+    core::TimedConfig aten;
+    aten.config.name = "aten_mm";
+    aten.time_ms = 0.25;
+    problem.timings = {triton, aten};
+    result.held_out = {problem};
+    result.held_out_fold = {2};
+    result.held_out_log_ms = {{std::log(0.4), std::log(0.3)}};
+    const auto csv = cross_validation_predictions_csv(result);
+    EXPECT_NE(csv.find("\n2,0,mm,float16,1,64,128,256,mm_config,32,64,16,8,3,4,0.5,0.4\n"), std::string::npos) << csv;
+    EXPECT_NE(csv.find("\n2,0,mm,float16,1,64,128,256,aten_mm,,,,,,,0.25,0.3\n"), std::string::npos) << csv;
 }
 
 }  // namespace
