@@ -233,7 +233,7 @@ step_repeats() {
 # that sets regret p95. CV_VARIANTS compares recipes in one call, every seed of each side
 # by side: "NAME:OPTIONS;NAME:OPTIONS", each OPTIONS replacing the recipe's value of an
 # option it names or adding it (e.g. "base:;wide:--hidden-dims 128,64"; out: cv_<name>_<seed>).
-cv_recipe=(--ensemble 3 --hidden-dims 96,48 --weight-average 0.999 --ranking-weight 10 --ranking-loss top
+cv_recipe=(--ensemble 3 --hidden-dims 96,48 --weight-average 0.999 --ranking-weight 15 --ranking-loss top
   --dropout 0 --patience 30 --num-epochs 300)
 
 # The recipe with the options of $1 ("--opt value ...") in place of its own.
