@@ -84,10 +84,14 @@ ordered_json inductor_entry(const std::string& template_id, const core::GemmConf
 
 /// Inductor's ATen choices for an op ("aten::" + the extern kernel's name). addmm has two:
 /// the bias fused by cuBLASLt (bias_addmm) and plain addmm; the dataset keeps the faster,
-/// so the table offers both and Inductor times the two (no compile).
-std::vector<std::string> inductor_aten_ids(const std::string& op_key) {
+/// so the table offers both and Inductor times the two (no compile), unless
+/// `bias_addmm_only` (InductorLutOptions) keeps the fused one alone.
+std::vector<std::string> inductor_aten_ids(const std::string& op_key, bool bias_addmm_only) {
     const std::string op = core::parse_op_key(op_key).first;
-    if (op == "addmm") return {"aten::bias_addmm", "aten::addmm"};
+    if (op == "addmm") {
+        if (bias_addmm_only) return {"aten::bias_addmm"};
+        return {"aten::bias_addmm", "aten::addmm"};
+    }
     return {"aten::" + op};
 }
 
@@ -96,15 +100,17 @@ std::vector<std::string> inductor_aten_ids(const std::string& op_key) {
 /// Triton templates' layout constraints fail, Inductor falls back to an extern kernel of
 /// the list and stops with "No extern kernel detected" when there is none (H100, bmm
 /// 8x4096x2902x4096 bf16 with a top-5 table without ATen). One config is used unbenchmarked,
-/// unless `with_aten` offers ATen beside it.
+/// unless `options.with_aten` offers ATen beside it.
 ordered_json inductor_entries(const std::string& op_key, const std::vector<RankedConfig>& configs,
-                              const std::optional<std::int64_t>& padded_k, bool with_aten) {
+                              const std::optional<std::int64_t>& padded_k, const InductorLutOptions& options) {
     const std::string template_id = inductor_template_id(op_key);
     ordered_json entries = ordered_json::array();
     bool aten = false;
     for (const auto& ranked : configs) {
         if (collect::is_reference_config(ranked.config)) {
-            for (const auto& id : inductor_aten_ids(op_key)) entries.push_back({{"template_id", id}});
+            for (const auto& id : inductor_aten_ids(op_key, options.bias_addmm_only)) {
+                entries.push_back({{"template_id", id}});
+            }
             aten = true;
             continue;
         }
@@ -112,8 +118,11 @@ ordered_json inductor_entries(const std::string& op_key, const std::vector<Ranke
         if (padded_k) config.even_k = *padded_k % config.block_k == 0;
         entries.push_back(inductor_entry(template_id, config));
     }
-    if (!aten && inductor_table_adds_vendor(configs, with_aten))
-        for (const auto& id : inductor_aten_ids(op_key)) entries.push_back({{"template_id", id}});
+    if (!aten && inductor_table_adds_vendor(configs, options.with_aten)) {
+        for (const auto& id : inductor_aten_ids(op_key, options.bias_addmm_only)) {
+            entries.push_back({{"template_id", id}});
+        }
+    }
     return entries;
 }
 
@@ -377,7 +386,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                                        "' (select one hardware with --hardware-name, or add "
                                        "device names to the keys)");
         }
-        table[key] = inductor_entries(problem.op, problem.configs, std::nullopt, options.with_aten);
+        table[key] = inductor_entries(problem.op, problem.configs, std::nullopt, options);
     }
     // After every problem's own key, so another form's key never takes a real problem's place.
     for (const auto& problem : problems) {
@@ -388,7 +397,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                 return r.form.op_key == form.op_key && r.form.shape == form.shape;
             });
             const auto& configs = ranked != problem.forms.end() ? ranked->configs : problem.configs;
-            table[key] = inductor_entries(form.op_key, configs, form.shape.K, options.with_aten);
+            table[key] = inductor_entries(form.op_key, configs, form.shape.K, options);
         }
     }
     return core::python_json_dumps(table, 2) + "\n";

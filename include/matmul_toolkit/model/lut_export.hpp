@@ -195,6 +195,12 @@ struct InductorLutOptions {
     /// and keeps the faster (with kernel_configs_and_vendor, also where the model ranks ATen
     /// first). Without it ATen joins tables of two or more configs only.
     bool with_aten = false;
+    /// An addmm's ATen entry as aten::bias_addmm alone instead of the pair aten::bias_addmm,
+    /// aten::addmm: a table whose only choice is ATen then stays one choice (Inductor times
+    /// nothing), and Inductor cannot pick aten::addmm, whose bias expanded to [M, N] with
+    /// stride [0, 1] cuBLASLt does not fuse; bias_addmm passes the 1-D bias cuBLASLt fuses,
+    /// which default torch.compile runs.
+    bool bias_addmm_only = false;
 };
 
 /// Inductor's input key: Python's str() of ((dtype, shape, stride), ...) for the op's
