@@ -1,7 +1,8 @@
-// `export-lut`: the model's top-K configs for every problem of a shapeset or a dataset,
-// written as a PyTorch Inductor lookup table or a torch-diode Table.
+// `export-lut`: the model's configs for every problem of a shapeset or a dataset, cut to
+// tables by a decision policy (model/decision_policy.hpp: a preset by --policy, or one built
+// from --top-k and the rule flags), written as a PyTorch Inductor lookup table or a
+// torch-diode Table.
 
-#include <cmath>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "matmul_toolkit/core/dataset_stats.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/config_ranker.hpp"
+#include "matmul_toolkit/model/decision_policy.hpp"
 #include "matmul_toolkit/model/default_model.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
@@ -28,11 +30,28 @@
 namespace mmt::cli {
 namespace {
 
+/// --policy's help: the presets' names and what each is for.
+std::string policy_help() {
+    std::string names;
+    for (const auto& name : model::policy_names()) names += (names.empty() ? "" : " or ") + name;
+    const double graph_margin = *model::graph_policy().kernel_margin * 100.0;
+    return fmt::format(
+        "Decision policy for the tables: {} (default without --top-k and the rule flags: {}). graph: judged "
+        "by whole-model runtime, never relying on Inductor's benchmark: one entry per table, the best kernel "
+        "config where predicted more than {:g} % faster than ATen, else ATen (an addmm's as aten::bias_addmm "
+        "alone). isolated: tuned against Inductor's isolated benchmark of single GEMMs, the recommended "
+        "--top-k 1 --with-aten --aten-from 10 --compile-margin 5 --aten-alone-from 100 --aten-alone-gemv "
+        "--runner-up-within 5 --heavy-pick-alone 5. Cannot be combined with --top-k or the rule flags; a "
+        "torch-diode Table takes the policy's top-k only",
+        names, model::kDefaultPolicy, graph_margin);
+}
+
 struct ExportLutOptions {
     std::string model;
     std::string shapeset;
     std::string dataset;
-    std::size_t top_k = 0;
+    std::optional<std::string> policy;
+    std::optional<std::size_t> top_k;
     std::string output;
     std::string lut_format = "inductor";
     std::string search_space = "DEFAULT";
@@ -55,15 +74,6 @@ struct ExportLutOptions {
     bool aten_alone_gemv = false;
     bool score = false;
 
-    /// Whether ATen is paired with the pick by a rule rather than always.
-    bool aten_by_rule() const { return aten_within_percent || aten_from_us || aten_alone_from_us || aten_alone_gemv; }
-    const char* aten_rule_option() const {
-        return aten_within_percent ? "--aten-within"
-               : aten_from_us      ? "--aten-from"
-               : aten_alone_from_us ? "--aten-alone-from"
-                                    : "--aten-alone-gemv";
-    }
-
     void add_to(CLI::App& cmd) {
         cmd.add_option("--model", model,
                        "Trained model checkpoint (.pt); default: the shipped data/models/inductor_h200.pt (Inductor timings, NVIDIA H200)");
@@ -72,7 +82,10 @@ struct ExportLutOptions {
         auto* d = cmd.add_option("--dataset", dataset,
                                  "Dataset file or directory: rank each problem's measured configs");
         s->excludes(d);
-        cmd.add_option("--top-k", top_k, "Configs kept per problem, best predicted first")->required();
+        cmd.add_option("--policy", policy, policy_help())->type_name("NAME");
+        cmd.add_option("--top-k", top_k,
+                       "Configs kept per problem, best predicted first: the tables follow --top-k and the "
+                       "rule flags instead of a --policy");
         cmd.add_option("--output", output, "Lookup table to write (.json)")->required();
         cmd.add_option("--lut-format", lut_format,
                        "inductor (torch._inductor lookup table) or diode (torch-diode Table)")
@@ -182,16 +195,62 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
     return backend;
 }
 
-/// With --with-aten one config more is ranked, so that top-k kernel configs remain where
-/// ATen ranks among them (model::kernel_configs_and_vendor).
-/// With --aten-within or --aten-from every candidate is ranked, so that ATen's predicted time is known.
-/// With --compile-margin and --runner-up-within too: every config within the margin of the best must be seen.
-std::size_t ranked_per_problem(const ExportLutOptions& o) {
-    if (o.aten_by_rule() || o.compile_margin_percent || o.paired_compile_margin_percent ||
-        o.runner_up_within_percent) {
-        return std::numeric_limits<std::size_t>::max();
+/// The rule flags given, --top-k first: each a threshold of the policy they build.
+std::vector<std::string> given_rule_flags(const ExportLutOptions& o) {
+    std::vector<std::string> given;
+    const std::pair<const char*, bool> flags[] = {
+        {"--top-k", o.top_k.has_value()},
+        {"--with-aten", o.with_aten},
+        {"--aten-within", o.aten_within_percent.has_value()},
+        {"--aten-from", o.aten_from_us.has_value()},
+        {"--aten-alone-from", o.aten_alone_from_us.has_value()},
+        {"--aten-alone-gemv", o.aten_alone_gemv},
+        {"--compile-margin", o.compile_margin_percent.has_value()},
+        {"--paired-compile-margin", o.paired_compile_margin_percent.has_value()},
+        {"--runner-up-within", o.runner_up_within_percent.has_value()},
+        {"--heavy-pick-alone", o.heavy_pick_alone_percent.has_value()},
+    };
+    for (const auto& [flag, set] : flags) {
+        if (set) given.emplace_back(flag);
     }
-    return o.with_aten ? o.top_k + 1 : o.top_k;
+    return given;
+}
+
+/// The policy --top-k and the rule flags build: percentages as fractions, microseconds as
+/// milliseconds.
+model::DecisionPolicy policy_from_flags(const ExportLutOptions& o) {
+    const auto scaled = [](const std::optional<double>& value, double divisor) {
+        return value ? std::optional<double>(*value / divisor) : std::nullopt;
+    };
+    model::DecisionPolicy policy;
+    policy.top_k = *o.top_k;
+    policy.with_aten = o.with_aten;
+    policy.aten_within = scaled(o.aten_within_percent, 100.0);
+    policy.aten_from_ms = scaled(o.aten_from_us, 1000.0);
+    policy.aten_alone_from_ms = scaled(o.aten_alone_from_us, 1000.0);
+    policy.aten_alone_gemv = o.aten_alone_gemv;
+    policy.compile_margin = scaled(o.compile_margin_percent, 100.0);
+    policy.paired_compile_margin = scaled(o.paired_compile_margin_percent, 100.0);
+    policy.runner_up_margin = scaled(o.runner_up_within_percent, 100.0);
+    policy.heavy_pick_alone_margin = scaled(o.heavy_pick_alone_percent, 100.0);
+    return policy;
+}
+
+/// --policy NAME; else the flags' policy where --top-k is given; else the default preset.
+model::DecisionPolicy chosen_policy(const ExportLutOptions& o) {
+    const auto flags = given_rule_flags(o);
+    if (o.policy) {
+        if (!flags.empty()) {
+            throw core::InputError("--policy", "cannot be combined with " + flags.front() + " (a policy sets it)");
+        }
+        return model::policy_named(*o.policy);
+    }
+    if (o.top_k) return policy_from_flags(o);
+    if (!flags.empty()) {
+        throw core::InputError("--top-k", "needed with " + flags.front() + " (without --top-k and the rule flags, "
+                                          "a --policy decides)");
+    }
+    return model::policy_named(model::kDefaultPolicy);
 }
 
 /// The other forms Inductor may autotune a problem in (padded, a batch-1 bmm as an mm): an
@@ -203,7 +262,8 @@ std::vector<model::InductorProblem> inductor_forms(const ExportLutOptions& o, co
     return model::inductor_alternate_problems(op_key, shape);
 }
 
-std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
+/// `per_problem`: configs ranked per problem (DecisionPolicy::ranked_per_problem).
+std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o, std::size_t per_problem,
                                                 const model::Predictor& predictor,
                                                 const GlobalOptions& global) {
     const auto shapeset = core::load_shapeset(o.shapeset);
@@ -220,9 +280,9 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o,
     for (const auto& entry : shapeset.operations) {
         for (const auto& shape : entry.shapes) {
             model::RankedProblem problem{predictor.info().hardware_name, entry.op, shape,
-                                         ranker.top_k(entry.op, shape, ranked_per_problem(o)), {}};
+                                         ranker.top_k(entry.op, shape, per_problem), {}};
             for (auto& form : inductor_forms(o, entry.op, shape)) {
-                auto configs = ranker.top_k(form.op_key, form.shape, ranked_per_problem(o));
+                auto configs = ranker.top_k(form.op_key, form.shape, per_problem);
                 problem.forms.push_back({std::move(form), std::move(configs)});
             }
             ranked.push_back(std::move(problem));
@@ -238,7 +298,8 @@ struct MeasuredProblem {
 };
 
 /// `measured`, where given, receives each ranked problem's measured times.
-std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const model::Predictor& predictor,
+std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, std::size_t per_problem,
+                                               const model::Predictor& predictor,
                                                const std::string& model_path,
                                                std::vector<MeasuredProblem>* measured = nullptr) {
     const auto dataset = core::load_dataset_any(o.dataset, o.file_extensions)
@@ -259,7 +320,7 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
         const int units = model::lookup_hardware(group.hardware).parallel_units;
         model::RankedProblem problem{group.hardware, group.op_key, group.shape,
                                      model::top_k_configs(predictor, group.op_key, group.shape, configs,
-                                                          ranked_per_problem(o), units),
+                                                          per_problem, units),
                                      {}};
         // The measured configs, ranked for each form as the problem it is: specialized as
         // Inductor sets them for its shape (EVEN_K for a padded K), ALLOW_TF32 as measured.
@@ -271,7 +332,7 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, const 
                 if (!collect::is_reference_config(c)) c = collect::specialize_config(c, as_run, c.allow_tf32);
             }
             auto form_configs =
-                model::top_k_configs(predictor, form.op_key, form.shape, candidates, ranked_per_problem(o), units);
+                model::top_k_configs(predictor, form.op_key, form.shape, candidates, per_problem, units);
             problem.forms.push_back({std::move(form), std::move(form_configs)});
         }
         ranked.push_back(std::move(problem));
@@ -325,147 +386,103 @@ void print_score(const std::vector<model::RankedProblem>& ranked, const std::vec
     }
 }
 
+/// What a preset did, in one line: "policy graph: the kernel pick alone on 3 problems, ...".
+std::string policy_summary(const model::DecisionPolicy& policy, const model::DecisionCounts& counts) {
+    const auto percent = [](double fraction) { return fmt::format("{:g} %", fraction * 100.0); };
+    std::string line = "policy " + policy.name + ": ";
+    if (policy.chooses_per_problem()) {
+        line += fmt::format("the kernel pick alone on {} problems, ATen alone on {}, ATen beside the kernel pick on {}",
+                            counts.kernel_alone, counts.aten_alone, counts.aten_paired);
+    } else {
+        line += fmt::format("the top {} kernel configs on {} problems", policy.top_k, counts.problems);
+    }
+    if (policy.kernel_margin) line += " (kernel margin " + percent(*policy.kernel_margin) + ")";
+    if (policy.aten_alone_gemv) line += fmt::format("; ATen alone on {} GEMVs (M = 1)", counts.gemv_alone);
+    if (policy.compile_margin) {
+        line += fmt::format("; a kernel with fewer accumulator registers put first on {} (compile margin {})",
+                            counts.compile_moves, percent(*policy.compile_margin));
+    }
+    if (policy.heavy_pick_alone_margin) {
+        line += fmt::format("; a heavy kernel pick alone instead of beside ATen on {}", counts.heavy_alone);
+    }
+    if (policy.paired_compile_margin) {
+        line += fmt::format("; a lighter kernel in the pair with ATen on {}", counts.paired_moves);
+    }
+    if (policy.runner_up_margin) {
+        line += fmt::format("; a second kernel config beside the pair on {}", counts.runner_ups);
+    }
+    if (policy.bias_addmm_only) line += "; addmm's ATen entry aten::bias_addmm alone";
+    return line + "\n";
+}
+
+/// The lines a policy built from the flags prints, one per rule, naming the flags as given.
+void print_flag_counts(const ExportLutOptions& o, const model::DecisionPolicy& policy,
+                       const model::DecisionCounts& counts) {
+    if (policy.pairs_by_rule()) {
+        std::cout << "ATen beside the kernel pick on " << counts.aten_paired << " problems, ATen alone on "
+                  << counts.aten_alone << ", the kernel pick alone on " << counts.kernel_alone << "\n";
+        if (o.aten_alone_gemv) {
+            std::cout << "--aten-alone-gemv: ATen alone on " << counts.gemv_alone << " GEMVs (M = 1)\n";
+        }
+    }
+    if (o.compile_margin_percent) {
+        std::cout << "--compile-margin " << *o.compile_margin_percent << ": a kernel with fewer accumulator "
+                  << "registers put first on " << counts.compile_moves << " problems\n";
+    }
+    if (o.heavy_pick_alone_percent) {
+        std::cout << "--heavy-pick-alone " << *o.heavy_pick_alone_percent
+                  << ": a heavy kernel pick alone instead of beside ATen on " << counts.heavy_alone << " problems\n";
+    }
+    if (o.paired_compile_margin_percent) {
+        std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent
+                  << ": a lighter kernel in the pair with ATen on " << counts.paired_moves << " problems\n";
+    }
+    if (o.runner_up_within_percent) {
+        std::cout << "--runner-up-within " << *o.runner_up_within_percent
+                  << ": a second kernel config beside the pair on " << counts.runner_ups << " problems\n";
+    }
+}
+
 int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     if (o.shapeset.empty() == o.dataset.empty()) {
         throw core::InputError("--shapeset", "give exactly one of --shapeset and --dataset");
     }
-    if (o.top_k == 0) throw core::InputError("--top-k", "must be at least 1");
+    auto policy = chosen_policy(o);
     const auto format = model::parse_lut_format(o.lut_format);
-    model::InductorLutOptions lut;
-    lut.include_device = o.with_device_key || !o.device_key.empty();
-    lut.device_name = o.device_key;
-    lut.with_aten = o.with_aten;
-    if (o.with_aten && format != model::LutFormat::inductor) {
+    // A torch-diode Table lists configs, not Inductor's ATen choice: a preset gives it its top-k.
+    if (!policy.name.empty() && format != model::LutFormat::inductor) policy = policy.top_k_only();
+    if (policy.with_aten && format != model::LutFormat::inductor) {
         throw core::InputError("--with-aten", "applies to --lut-format inductor only (a torch-diode "
                                               "Table lists configs, not Inductor's ATen choice)");
     }
-
-    model::AtenPairing pairing;
-    if (o.aten_by_rule()) {
-        const std::string option = o.aten_rule_option();
-        if (!o.with_aten) throw core::InputError(option, "needs --with-aten");
-        if (o.top_k != 1) throw core::InputError(option, "needs --top-k 1");
-        if (o.aten_within_percent) {
-            if (!(*o.aten_within_percent >= 0.0) || !std::isfinite(*o.aten_within_percent)) {
-                throw core::InputError("--aten-within", "must be a percentage of 0 or more");
-            }
-            pairing.margin = *o.aten_within_percent / 100.0;
-        }
-        if (o.aten_from_us) {
-            if (!(*o.aten_from_us >= 0.0) || !std::isfinite(*o.aten_from_us)) {
-                throw core::InputError("--aten-from", "must be a time of 0 microseconds or more");
-            }
-            pairing.from_ms = *o.aten_from_us / 1000.0;
-        }
-        if (o.aten_alone_from_us) {
-            if (!(*o.aten_alone_from_us >= 0.0) || !std::isfinite(*o.aten_alone_from_us)) {
-                throw core::InputError("--aten-alone-from", "must be a time of 0 microseconds or more");
-            }
-            pairing.vendor_alone_from_ms = *o.aten_alone_from_us / 1000.0;
-        }
-        // Alone, --aten-alone-gemv leaves every other table as --with-aten makes it: a pair.
-        if (!o.aten_within_percent && !o.aten_from_us && !o.aten_alone_from_us) {
-            pairing.margin = std::numeric_limits<double>::infinity();
-        }
-        // The pairing is written out explicitly: ATen is in a table only where chosen.
-        lut.with_aten = false;
-    }
-
-    for (const auto& [option, percent] : {std::pair{"--compile-margin", o.compile_margin_percent},
-                                           std::pair{"--paired-compile-margin", o.paired_compile_margin_percent},
-                                           std::pair{"--runner-up-within", o.runner_up_within_percent},
-                                           std::pair{"--heavy-pick-alone", o.heavy_pick_alone_percent}}) {
-        if (percent && (!(*percent >= 0.0) || !std::isfinite(*percent))) {
-            throw core::InputError(option, "must be a percentage of 0 or more");
-        }
-    }
-    if (o.paired_compile_margin_percent) {
-        if (!o.with_aten) throw core::InputError("--paired-compile-margin", "needs --with-aten");
-        if (o.top_k != 1) throw core::InputError("--paired-compile-margin", "needs --top-k 1");
-        // Without a pairing rule every top-1 table is a pair, so one of the margins would be ignored.
-        if (o.compile_margin_percent && !o.aten_by_rule()) {
-            throw core::InputError("--compile-margin",
-                                   "every table of --with-aten --top-k 1 without a pairing rule (--aten-within, "
-                                   "--aten-from, ...) is a pair, whose margin --paired-compile-margin sets: give "
-                                   "one of the two");
-        }
-    }
+    policy.validate();
     if (o.score && o.dataset.empty()) throw core::InputError("--score", "needs --dataset (measured times)");
     if (o.score && format != model::LutFormat::inductor) {
         throw core::InputError("--score", "rates Inductor tables (--lut-format inductor), as Inductor runs them");
     }
-    if (o.heavy_pick_alone_percent && !o.aten_by_rule()) {
-        throw core::InputError("--heavy-pick-alone", "needs a pairing rule (--aten-from, --aten-within, ...)");
-    }
-    if (o.runner_up_within_percent) {
-        if (!o.with_aten) throw core::InputError("--runner-up-within", "needs --with-aten");
-        if (o.top_k != 1) throw core::InputError("--runner-up-within", "needs --top-k 1");
-    }
+    model::InductorLutOptions keys;
+    keys.include_device = o.with_device_key || !o.device_key.empty();
+    keys.device_name = o.device_key;
+    const auto lut = policy.inductor_options(keys);
+
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto predictor = model::Predictor::load(model_path, resolved_device(global));
-    if (o.aten_by_rule() && !predictor.info().vendor_rows) {
-        throw core::InputError(o.aten_rule_option(),
-                               model_path + " predicts no ATen times (trained with --no-vendor-rows)");
+    if (policy.needs_vendor_predictions() && !predictor.info().vendor_rows) {
+        const std::string missing = model_path + " predicts no ATen times (trained with --no-vendor-rows)";
+        if (policy.name.empty()) throw core::InputError(policy.pairing_option(), missing);
+        throw core::InputError("--policy", "policy " + policy.name + ": " + missing +
+                                               "; --top-k writes the kernel configs alone");
     }
     std::vector<MeasuredProblem> measured;
-    auto ranked = o.shapeset.empty() ? rank_dataset(o, predictor, model_path, o.score ? &measured : nullptr)
-                                     : rank_shapeset(o, predictor, global);
-    std::size_t aten_paired = 0, aten_alone = 0, compile_moves = 0, paired_moves = 0, gemv_alone = 0, runner_ups = 0,
-                heavy_alone = 0;
-    // Without a pairing rule a --with-aten top-1 table always pairs the pick with ATen.
-    const bool every_table_paired = o.with_aten && !o.aten_by_rule() && o.top_k == 1;
-    // Where every table is a pair, the paired margin is the only margin.
-    const bool paired_margin_only = every_table_paired && o.paired_compile_margin_percent;
-    const auto margin = paired_margin_only ? o.paired_compile_margin_percent : o.compile_margin_percent;
-    // What the rules make of one ranking; every form of a problem gets the same treatment.
-    struct Choice {
-        bool margin_move = false, paired_move = false, gemv_alone = false, runner_up = false, heavy_alone = false;
-    };
-    const auto choose = [&](std::vector<model::RankedConfig>& configs, const core::MMShape& shape) {
-        Choice choice;
-        std::vector<model::RankedConfig> unmoved;
-        if (o.paired_compile_margin_percent && !every_table_paired) unmoved = configs;
-        if (margin) choice.margin_move = model::prefer_fast_compile(configs, *margin / 100.0, shape.K);
-        std::vector<model::RankedConfig> ranking;
-        if (o.runner_up_within_percent) ranking = configs;
-        if (o.aten_alone_gemv && model::vendor_alone_for_gemv(configs, shape)) {
-            configs.resize(1);
-            choice.gemv_alone = true;
-        } else if (o.aten_by_rule()) {
-            configs = model::kernel_or_vendor(configs, pairing);
-            if (o.paired_compile_margin_percent) {
-                choice.paired_move = model::lighten_paired_pick(configs, std::move(unmoved), pairing,
-                                                                *o.paired_compile_margin_percent / 100.0, shape.K);
-            }
-            if (o.heavy_pick_alone_percent) {
-                choice.heavy_alone = model::unpair_heavy_pick(configs, *o.heavy_pick_alone_percent / 100.0, shape.K);
-            }
-        } else if (o.with_aten) {
-            configs = model::kernel_configs_and_vendor(configs, o.top_k);
-        } else if (configs.size() > o.top_k) {
-            configs.resize(o.top_k);  // ranked in full for --compile-margin
-        }
-        if (o.runner_up_within_percent) {
-            choice.runner_up =
-                model::add_runner_up(configs, ranking, *o.runner_up_within_percent / 100.0, shape.K, lut.with_aten);
-        }
-        return choice;
-    };
+    const std::size_t per_problem = policy.ranked_per_problem();
+    auto ranked = o.shapeset.empty()
+                      ? rank_dataset(o, per_problem, predictor, model_path, o.score ? &measured : nullptr)
+                      : rank_shapeset(o, per_problem, predictor, global);
+    model::DecisionCounts counts;
     for (auto& problem : ranked) {
-        const Choice choice = choose(problem.configs, problem.shape);
-        (paired_margin_only ? paired_moves : compile_moves) += choice.margin_move;
-        paired_moves += choice.paired_move;
-        gemv_alone += choice.gemv_alone;
-        runner_ups += choice.runner_up;
-        heavy_alone += choice.heavy_alone;
-        const bool vendor_alone =
-            problem.configs.size() == 1 && collect::is_reference_config(problem.configs.front().config);
-        if (o.aten_by_rule()) {
-            aten_paired += problem.configs.size() >= 2;
-            aten_alone += vendor_alone;
-        }
-        for (auto& form : problem.forms) choose(form.configs, form.form.shape);
+        counts.add(policy.decide(problem.configs, problem.shape), problem.configs);
+        for (auto& form : problem.forms) policy.decide(form.configs, form.form.shape);
     }
     model::write_lookup_table(o.output, ranked, format, lut);
 
@@ -473,26 +490,10 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     for (const auto& p : ranked) entries += p.configs.size();
     std::cout << "wrote " << ranked.size() << " problems, " << entries << " configs ("
               << o.lut_format << " lookup table) to " << o.output << "\n";
-    if (o.aten_by_rule()) {
-        std::cout << "ATen beside the kernel pick on " << aten_paired << " problems, ATen alone on " << aten_alone
-                  << ", the kernel pick alone on " << ranked.size() - aten_paired - aten_alone << "\n";
-        if (o.aten_alone_gemv) std::cout << "--aten-alone-gemv: ATen alone on " << gemv_alone << " GEMVs (M = 1)\n";
-    }
-    if (o.compile_margin_percent && !paired_margin_only) {
-        std::cout << "--compile-margin " << *o.compile_margin_percent << ": a kernel with fewer accumulator "
-                  << "registers put first on " << compile_moves << " problems\n";
-    }
-    if (o.heavy_pick_alone_percent) {
-        std::cout << "--heavy-pick-alone " << *o.heavy_pick_alone_percent
-                  << ": a heavy kernel pick alone instead of beside ATen on " << heavy_alone << " problems\n";
-    }
-    if (o.paired_compile_margin_percent) {
-        std::cout << "--paired-compile-margin " << *o.paired_compile_margin_percent
-                  << ": a lighter kernel in the pair with ATen on " << paired_moves << " problems\n";
-    }
-    if (o.runner_up_within_percent) {
-        std::cout << "--runner-up-within " << *o.runner_up_within_percent
-                  << ": a second kernel config beside the pair on " << runner_ups << " problems\n";
+    if (policy.name.empty()) {
+        print_flag_counts(o, policy, counts);
+    } else {
+        std::cout << policy_summary(policy, counts);
     }
     if (o.score) print_score(ranked, measured, lut.with_aten);  // last: the rules' counts come first
     return core::kExitOk;
@@ -503,8 +504,9 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
 void register_export_lut(CLI::App& app, const GlobalOptions& global) {
     auto options = std::make_shared<ExportLutOptions>();
     auto* cmd = app.add_subcommand(
-        "export-lut", "Write the model's top-K configs for every problem of a shapeset or a "
-                      "dataset as a PyTorch Inductor lookup table or a torch-diode Table");
+        "export-lut", "Write the configs a decision policy (--policy, or --top-k and the rule flags) "
+                      "keeps of the model's ranking for every problem of a shapeset or a dataset, as a "
+                      "PyTorch Inductor lookup table or a torch-diode Table");
     options->add_to(*cmd);
     cmd->callback([options, &global] { exit_code() = run_export_lut(*options, global); });
 }

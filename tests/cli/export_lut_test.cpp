@@ -1,9 +1,12 @@
 // `export-lut` through the binary: an Inductor lookup table from a shapeset, a
-// torch-diode Table from a dataset, device keys, bad input.
+// torch-diode Table from a dataset, device keys, the rule flags, the policies, bad input.
 
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -541,6 +544,137 @@ TEST_F(ExportLutCli, APaddedFormOfADatasetProblemRanksItsConfigsForThePaddedShap
     }
 }
 
+/// Whether an Inductor key is an addmm's.
+bool is_addmm_key(const std::string& key) { return key.find("+alpha=1&beta=1+addmm") != std::string::npos; }
+
+// --policy graph: every table one entry, a kernel config or ATen alone, and an addmm's ATen
+// entry aten::bias_addmm alone (the shipped model leaves the large aligned GEMMs to ATen).
+TEST_F(ExportLutCli, PolicyGraphWritesSingleEntryTables) {
+    const std::string shapes = std::string(MMT_SOURCE_DIR) + "/data/shapesets/transformer_shapes.json";
+    const auto graph = export_with_shipped_model("graph.json", {"--shapeset", shapes, "--policy", "graph"});
+    ASSERT_EQ(graph.result.exit_code, 0) << graph.result.err;
+    std::size_t kernels = 0, aten = 0, addmm_aten = 0;
+    for (const auto& [key, entries] : graph.table.items()) {
+        ASSERT_EQ(entries.size(), 1u) << key << " " << entries.dump();
+        const auto id = entries.front().at("template_id").get<std::string>();
+        EXPECT_NE(id, "aten::addmm") << key;
+        if (id.rfind("aten::", 0) != 0) {
+            ++kernels;
+            continue;
+        }
+        ++aten;
+        if (is_addmm_key(key)) {
+            EXPECT_EQ(entries.front(), nlohmann::json({{"template_id", "aten::bias_addmm"}})) << key;
+            ++addmm_aten;
+        }
+    }
+    EXPECT_GT(kernels, 0u);
+    EXPECT_GT(aten, 0u);
+    EXPECT_GT(addmm_aten, 0u);
+    EXPECT_NE(graph.result.out.find("policy graph: the kernel pick alone on "), std::string::npos) << graph.result.out;
+    EXPECT_NE(graph.result.out.find("ATen beside the kernel pick on 0 (kernel margin 10 %)"), std::string::npos)
+        << graph.result.out;
+
+    // The tiny model's tables too, from a shapeset and from a dataset.
+    for (const auto& input : {std::vector<std::string>{"--shapeset", example_shapeset(), "--no-prune"},
+                              std::vector<std::string>{"--dataset", sample_dataset()}}) {
+        const auto tiny = export_table("tiny_graph.json", input, {"--policy", "graph"});
+        ASSERT_EQ(tiny.result.exit_code, 0) << tiny.result.err;
+        ASSERT_FALSE(tiny.table.empty());
+        for (const auto& [key, entries] : tiny.table.items()) {
+            ASSERT_EQ(entries.size(), 1u) << key << " " << entries.dump();
+            EXPECT_NE(entries.front().at("template_id"), "aten::addmm") << key;
+        }
+    }
+}
+
+// Without --policy, --top-k or a rule flag the default policy (graph) applies: the same bytes.
+TEST_F(ExportLutCli, NoFlagsIsPolicyGraph) {
+    for (const auto& input : {std::vector<std::string>{"--shapeset", example_shapeset(), "--no-prune"},
+                              std::vector<std::string>{"--dataset", sample_dataset()}}) {
+        const auto plain = export_table("default.json", input);
+        ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+        const std::string plain_bytes = slurp(*dir / "default.json");
+        const auto graph = export_table("policy_graph.json", input, {"--policy", "graph"});
+        ASSERT_EQ(graph.result.exit_code, 0) << graph.result.err;
+        EXPECT_EQ(slurp(*dir / "policy_graph.json"), plain_bytes) << input[0];
+        EXPECT_NE(plain.result.out.find("policy graph: "), std::string::npos) << plain.result.out;
+    }
+}
+
+// --policy isolated is the recommended eight flags: the same bytes, the same score.
+TEST_F(ExportLutCli, PolicyIsolatedIsTheEightFlags) {
+    const std::vector<std::string> eight{"--top-k", "1", "--with-aten", "--aten-from", "10", "--compile-margin", "5",
+                                         "--aten-alone-from", "100", "--aten-alone-gemv", "--runner-up-within", "5",
+                                         "--heavy-pick-alone", "5"};
+    const std::string shapes = std::string(MMT_SOURCE_DIR) + "/data/shapesets/transformer_shapes.json";
+    auto flag_args = eight;
+    flag_args.insert(flag_args.begin(), {"--shapeset", shapes});
+    const auto flags = export_with_shipped_model("eight_flags.json", flag_args);
+    const auto isolated = export_with_shipped_model("isolated.json", {"--shapeset", shapes, "--policy", "isolated"});
+    ASSERT_EQ(flags.result.exit_code, 0) << flags.result.err;
+    ASSERT_EQ(isolated.result.exit_code, 0) << isolated.result.err;
+    EXPECT_EQ(slurp(*dir / "isolated.json"), slurp(*dir / "eight_flags.json"));
+    EXPECT_NE(isolated.result.out.find("policy isolated: "), std::string::npos) << isolated.result.out;
+
+    const std::vector<std::string> dataset{"--dataset", sample_dataset(), "--score"};
+    const auto tiny_flags = export_table("tiny_eight_flags.json", dataset, eight);
+    const auto tiny_isolated = export_table("tiny_isolated.json", dataset, {"--policy", "isolated"});
+    ASSERT_EQ(tiny_flags.result.exit_code, 0) << tiny_flags.result.err;
+    ASSERT_EQ(tiny_isolated.result.exit_code, 0) << tiny_isolated.result.err;
+    EXPECT_EQ(slurp(*dir / "tiny_isolated.json"), slurp(*dir / "tiny_eight_flags.json"));
+    const auto score_of = [](const std::string& out) { return out.substr(out.find("score on the dataset's times")); };
+    EXPECT_EQ(score_of(tiny_isolated.result.out), score_of(tiny_flags.result.out));
+}
+
+// A torch-diode Table takes a policy's top-k (1) alone.
+TEST_F(ExportLutCli, ADiodeTableTakesThePolicysTopK) {
+    const auto [result, table] =
+        export_table("graph_diode.json", {"--dataset", sample_dataset(), "--lut-format", "diode", "--policy", "graph"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto& solutions = table.at("hardware").at("AMD EPYC").at("operation").at("mm").at("solution");
+    for (const auto& [shape, solution] : solutions.items()) {
+        EXPECT_EQ(solution.at("config").size(), 1u) << shape;
+    }
+}
+
+// --policy sets --top-k and every rule: giving one of them too is an error, as is an unknown name.
+TEST_F(ExportLutCli, PolicyWithTopKOrARuleFlagIsOneErrorLine) {
+    const auto out = (*dir / "policy_bad.json").string();
+    const std::vector<std::string> base{"--shapeset", example_shapeset(), "--output", out};
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--policy", "graph", "--top-k", "1"},
+         "error: --policy: cannot be combined with --top-k (a policy sets it)\n"},
+        {{"--policy", "isolated", "--with-aten"},
+         "error: --policy: cannot be combined with --with-aten (a policy sets it)\n"},
+        {{"--policy", "graph", "--aten-within", "5"},
+         "error: --policy: cannot be combined with --aten-within (a policy sets it)\n"},
+        {{"--policy", "graph", "--aten-from", "10"},
+         "error: --policy: cannot be combined with --aten-from (a policy sets it)\n"},
+        {{"--policy", "graph", "--aten-alone-from", "100"},
+         "error: --policy: cannot be combined with --aten-alone-from (a policy sets it)\n"},
+        {{"--policy", "graph", "--aten-alone-gemv"},
+         "error: --policy: cannot be combined with --aten-alone-gemv (a policy sets it)\n"},
+        {{"--policy", "graph", "--compile-margin", "5"},
+         "error: --policy: cannot be combined with --compile-margin (a policy sets it)\n"},
+        {{"--policy", "graph", "--paired-compile-margin", "15"},
+         "error: --policy: cannot be combined with --paired-compile-margin (a policy sets it)\n"},
+        {{"--policy", "graph", "--runner-up-within", "5"},
+         "error: --policy: cannot be combined with --runner-up-within (a policy sets it)\n"},
+        {{"--policy", "graph", "--heavy-pick-alone", "5"},
+         "error: --policy: cannot be combined with --heavy-pick-alone (a policy sets it)\n"},
+        {{"--policy", "fast"}, "error: --policy: unknown policy 'fast' (expected graph or isolated)\n"},
+    };
+    for (const auto& [extra, message] : cases) {
+        auto args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto result = run(args);
+        EXPECT_EQ(result.exit_code, 2) << extra.back();
+        EXPECT_EQ(result.err, message);
+    }
+    EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
     std::ofstream(*dir / "empty.json") << R"({"operations": {}})";
     const auto out = (*dir / "bad.json").string();
@@ -549,6 +683,7 @@ TEST_F(ExportLutCli, BadInputGivesOneErrorLineAndExitTwo) {
         {"--top-k", "1", "--output", out},
         {"--shapeset", (*dir / "empty.json").string(), "--top-k", "1", "--output", out},
         {"--shapeset", example_shapeset(), "--top-k", "0", "--output", out},
+        {"--shapeset", example_shapeset(), "--output", out, "--with-aten"},  // a rule flag without --top-k
         {"--shapeset", example_shapeset(), "--top-k", "1", "--output", out, "--lut-format", "csv"},
         {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--op-name", "bmm_tt"},
         {"--dataset", sample_dataset(), "--top-k", "1", "--output", out, "--lut-format", "diode", "--with-aten"},
