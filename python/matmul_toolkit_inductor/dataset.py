@@ -15,7 +15,7 @@ import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Union
 
 KNOWN_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16",
                 "int32", "int64", "float8_e4m3fn", "float8_e5m2")
@@ -166,6 +166,16 @@ def make_shape(B: int, M: int, N: int, K: int, dtype: str) -> MMShape:
     (int8 x int8 gives int32, as torch._int_mm does)."""
     return MMShape(B=B, M=M, N=N, K=K, M_dtype=dtype, K_dtype=dtype, out_dtype=out_dtype_for(dtype),
                    out_size=(B, M, N), out_stride=(M * N, N, 1))
+
+
+def shapeset_document(problems: Iterable[tuple[str, MMShape]]) -> dict[str, Any]:
+    """A shapeset as `export-lut --shapeset` and `collect --shapeset` read it:
+    {"operations": {OP_KEY: {"shapes": [shape, ...]}}}, op keys in first-seen order."""
+    operations: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for op, shape in problems:
+        parse_op_key(op)
+        operations.setdefault(op, {"shapes": []})["shapes"].append(shape.to_dict())
+    return {"operations": operations}
 
 
 def out_dtype_for(dtype: str) -> str:

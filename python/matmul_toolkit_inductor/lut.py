@@ -21,12 +21,13 @@ and every other autotuning keep Inductor's precompile.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Optional, Union
 
 from .dataset import PathLike
 
@@ -100,11 +101,44 @@ def install_table(table: LookupTable, precompile_hits: bool = False) -> None:
     from torch._inductor.select_algorithm import AlgorithmSelectorCache
     from torch._inductor.virtualized import V
 
+    _PREVIOUS.append((inductor_config.lookup_table.table, getattr(V, "choices", None)))
     inductor_config.lookup_table.table = table
     TABLE_HITS.skip_precompile = not precompile_hits
     TABLE_HITS.op = None
     skip_precompile_of_hits(AlgorithmSelectorCache)
     V.set_choices_handler(hit_noting_choices(LookupTableChoices)())
+
+
+# What install_table replaced, so that uninstall_table can put it back.
+_PREVIOUS: list[tuple[Any, Any]] = []
+
+
+def uninstall_table() -> None:
+    """Puts back the table and choices handler the last install_table replaced (no-op when
+    none is installed)."""
+    if not _PREVIOUS:
+        return
+    from torch._inductor import config as inductor_config
+    from torch._inductor.choices import InductorChoices
+    from torch._inductor.virtualized import V
+
+    table, handler = _PREVIOUS.pop()
+    inductor_config.lookup_table.table = table
+    V.set_choices_handler(handler if handler is not None else InductorChoices())
+    TABLE_HITS.skip_precompile = False
+    TABLE_HITS.op = None
+
+
+@contextlib.contextmanager
+def using_table(table: Union[LookupTable, Any], precompile_hits: bool = False) -> Iterator[LookupTable]:
+    """use_table for a `with` block: the table (a path or an already loaded table) is
+    installed on entry and Inductor's previous table and choices handler are back on exit."""
+    loaded = check_table(table) if isinstance(table, dict) else load_table(table)
+    install_table(loaded, precompile_hits)
+    try:
+        yield loaded
+    finally:
+        uninstall_table()
 
 
 class TableHits:
@@ -116,6 +150,20 @@ class TableHits:
         self.op: str | None = None
         self.skip_precompile = False
         self.precompiles_skipped = 0
+        self.hits = 0
+        self.misses = 0
+        self.missed: list[str] = []  # the first MAX_MISSED lookups that missed, as "op: key"
+
+    MAX_MISSED = 20
+
+    def count(self, op_name: str, hit: bool, key: Optional[str]) -> None:
+        self.op = op_name if hit else None
+        if hit:
+            self.hits += 1
+            return
+        self.misses += 1
+        if len(self.missed) < self.MAX_MISSED:
+            self.missed.append(f"{op_name}: {key}")
 
 
 TABLE_HITS = TableHits()
@@ -130,7 +178,13 @@ def hit_noting_choices(base: type) -> type:
                                     template_hash_map: dict[str, str | None] | None = None
                                     ) -> dict[str, list[dict[str, Any]]]:
             found = super().lookup_template_configs(kernel_inputs, op_name, template_uids, template_hash_map)
-            TABLE_HITS.op = op_name if found else None
+            key = None
+            if not found:
+                try:
+                    key = self.make_lookup_key(kernel_inputs, op_name)
+                except Exception:  # only for the report
+                    key = None
+            TABLE_HITS.count(op_name, bool(found), key)
             return found
 
     return HitNotingChoices

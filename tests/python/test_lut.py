@@ -151,3 +151,56 @@ def test_the_precompile_is_wrapped_once() -> None:
 def test_a_torch_without_the_precompile_hook_keeps_its_precompile_with_a_warning() -> None:
     with pytest.warns(UserWarning, match="no make_precompile_fn"):
         lut.skip_precompile_of_hits(type("Selector", (), {}))
+
+
+def test_lookups_are_counted_and_the_first_misses_kept(hits: Any) -> None:
+    state, choices, _ = hits
+    choices.lookup_template_configs(None, "mm", ["triton::mm"])
+    for _ in range(state.MAX_MISSED + 3):
+        choices.lookup_template_configs(None, "bmm", ["triton::bmm"])
+    assert state.hits == 1 and state.misses == state.MAX_MISSED + 3
+    assert len(state.missed) == state.MAX_MISSED and state.missed[0] == "bmm: None"
+
+
+# --------------------------------------------- using_table: installed for a block, then undone
+@pytest.fixture
+def fake_inductor(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """torch._inductor's config, choices handler and selector, as far as install_table
+    touches them."""
+    import sys
+    import types
+
+    config = types.SimpleNamespace(lookup_table=types.SimpleNamespace(table="before"))
+    handlers: list[Any] = []
+
+    class InductorChoices:
+        pass
+
+    V = types.SimpleNamespace(choices="the user's handler", set_choices_handler=handlers.append)
+    modules = {
+        "torch": types.ModuleType("torch"), "torch._inductor": types.ModuleType("torch._inductor"),
+        "torch._inductor.config": config,
+        "torch._inductor.lookup_table": types.SimpleNamespace(LookupTableChoices=FakeLookupTableChoices),
+        "torch._inductor.select_algorithm": types.SimpleNamespace(AlgorithmSelectorCache=type("S", (FakeSelector,), {})),
+        "torch._inductor.virtualized": types.SimpleNamespace(V=V),
+        "torch._inductor.choices": types.SimpleNamespace(InductorChoices=InductorChoices),
+    }
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(modules["torch._inductor"], "config", config, raising=False)
+    return config, handlers
+
+
+def test_using_table_installs_the_table_and_puts_back_what_was_there(fake_inductor: Any, tmp_path: Path) -> None:
+    config, handlers = fake_inductor
+    table = {MM_KEY: [entry()]}
+    with lut.using_table(write(tmp_path, table)) as installed:
+        assert installed == table and config.lookup_table.table == table
+        assert type(handlers[-1]).__name__ == "HitNotingChoices"
+    assert config.lookup_table.table == "before" and handlers[-1] == "the user's handler"
+    with pytest.raises(LookupTableError):
+        with lut.using_table({"not a key": []}):
+            pass
+    assert config.lookup_table.table == "before"
+    lut.uninstall_table()  # nothing installed: nothing happens
+    assert config.lookup_table.table == "before"
