@@ -55,32 +55,32 @@ def config_name(config: Any) -> str:
 
 
 def host_paced_runs(spin_cycles: int) -> Callable[[Any, Callable[[], Any], int], list[float]]:
-    """A replacement for InductorMeasurer._clocked_runs that lets the GPU wait for the
+    """A replacement for GatedTimer.clocked_runs that lets the GPU wait for the
     host: `spin` (spin_cycles > 0) and `plain`. The SM clock is read as the worker reads
-    it (measure.CLOCK_PROBE_CYCLES spun before and after the runs) but not acted on."""
-    from matmul_toolkit_inductor import measure
+    it (timing.CLOCK_PROBE_CYCLES spun before and after the runs) but not acted on."""
+    from matmul_toolkit_inductor import timing
 
     def runs_of(measurer: Any, call: Callable[[], Any], runs: int) -> list[float]:
         torch = measurer.torch
         events = [torch.cuda.Event(enable_timing=True) for _ in range(2 * runs + 4)]
         events[0].record()
-        torch.cuda._sleep(measure.CLOCK_PROBE_CYCLES)
+        torch.cuda._sleep(timing.CLOCK_PROBE_CYCLES)
         events[1].record()
         begin = time.perf_counter()
         for i in range(runs):
-            measurer._flush_buffer.zero_()
+            measurer.flush_buffer.zero_()
             if spin_cycles:
                 torch.cuda._sleep(spin_cycles)
             events[2 + 2 * i].record()
             call()
             events[3 + 2 * i].record()
-        measurer._enqueue_ms_per_run = (time.perf_counter() - begin) * 1000 / runs
+        measurer.enqueue_ms_per_run = (time.perf_counter() - begin) * 1000 / runs
         events[-2].record()
-        torch.cuda._sleep(measure.CLOCK_PROBE_CYCLES)
+        torch.cuda._sleep(timing.CLOCK_PROBE_CYCLES)
         events[-1].record()
         torch.cuda.synchronize(measurer.device)
-        clock = min(measure.CLOCK_PROBE_CYCLES / (1000 * events[0].elapsed_time(events[1])),
-                    measure.CLOCK_PROBE_CYCLES / (1000 * events[-2].elapsed_time(events[-1])))
+        clock = min(timing.CLOCK_PROBE_CYCLES / (1000 * events[0].elapsed_time(events[1])),
+                    timing.CLOCK_PROBE_CYCLES / (1000 * events[-2].elapsed_time(events[-1])))
         measurer.slowest_clock_mhz = min(measurer.slowest_clock_mhz, clock)
         return [float(events[2 + 2 * i].elapsed_time(events[3 + 2 * i])) for i in range(runs)]
 
@@ -88,7 +88,7 @@ def host_paced_runs(spin_cycles: int) -> Callable[[Any, Callable[[], Any], int],
 
 
 def recording(gated_runs: Callable[..., Any], clocks: list[float]) -> Callable[..., Any]:
-    """The worker's _gated_runs, noting the SM clock read around each group."""
+    """The worker's gated_runs, noting the SM clock read around each group."""
 
     def runs_of(measurer: Any, call: Callable[[], Any], runs: int) -> Any:
         samples, clock = gated_runs(measurer, call, runs)
@@ -104,12 +104,13 @@ def main() -> int:
     parser.add_argument("--out", default=os.environ.get("OUT") or "out", help="folder of timing_noise.json")
     args = parser.parse_args()
     try:
-        from matmul_toolkit_inductor import measure
-        measurer = measure.InductorMeasurer(0)
+        from matmul_toolkit_inductor import measure, timing
+        worker_measurer = measure.InductorMeasurer(0)
     except (ImportError, RuntimeError) as e:
         print(f"error: torch with CUDA and Triton is needed: {e}", file=sys.stderr)
         return 2
-    worker = (measure.InductorMeasurer._clocked_runs, measure.InductorMeasurer._gated_runs)
+    measurer = worker_measurer.timer  # the timing loop's state: clocks, counts, host time
+    worker = (timing.GatedTimer.clocked_runs, timing.GatedTimer.gated_runs)
     clocks: list[float] = []
     methods = {"worker": (worker[0], recording(worker[1], clocks)),
                "spin": (host_paced_runs(PREVIOUS_SPIN_CYCLES), worker[1]),
@@ -124,8 +125,8 @@ def main() -> int:
         try:
             for _ in range(args.rounds):
                 for method, (clocked_runs, gated_runs) in methods.items():
-                    measure.InductorMeasurer._clocked_runs = clocked_runs
-                    measure.InductorMeasurer._gated_runs = gated_runs
+                    timing.GatedTimer.clocked_runs = clocked_runs  # type: ignore[method-assign]
+                    timing.GatedTimer.gated_runs = gated_runs  # type: ignore[method-assign]
                     for problem in PROBLEMS:
                         request = {"problem": dict(problem, layout="nn", alpha=1.0, beta=1.0),
                                    "search_space": "DEFAULT", "seed": 0, "repeat": 100}
@@ -133,26 +134,26 @@ def main() -> int:
                         clocks.clear()
                         measurer.slowest_clock_mhz = math.inf
                         times = {config_name(e.get("config")): e["time_ms"] * 1000
-                                 for e in measurer.measure(request)["entries"] if "time_ms" in e}
+                                 for e in worker_measurer.measure(request)["entries"] if "time_ms" in e}
                         name = f"{problem['op']} {problem['B']}x{problem['M']}x{problem['N']}x{problem['K']} {problem['dtype']}"
-                        floor = measure.CLOCK_FLOOR * measurer.top_clock_mhz
+                        floor = timing.CLOCK_FLOOR * measurer.top_clock_mhz
                         clock = (min([c for c in clocks if c >= floor], default=math.nan) if method == "worker"
                                  else measurer.slowest_clock_mhz)
                         retimed = measurer.slow_clock_groups - slow_before
                         results.append({"load": load, "method": method, "problem": name, "times_us": times,
-                                        "enqueue_ms_per_run": measurer._enqueue_ms_per_run,
+                                        "enqueue_ms_per_run": measurer.enqueue_ms_per_run,
                                         "lowest_clock_mhz": clock, "groups_timed_again": retimed})
                         ordered = sorted(times.values())
                         print(f"{load:4s} {method:6s} {name:34s} fastest {min(times, key=times.__getitem__):18s} "
                               f"us: min {ordered[0]:7.2f} median {ordered[len(ordered) // 2]:7.2f} "
-                              f"max {ordered[-1]:7.2f}; host {measurer._enqueue_ms_per_run:.3f} ms/run; "
+                              f"max {ordered[-1]:7.2f}; host {measurer.enqueue_ms_per_run:.3f} ms/run; "
                               f"clock {clock:5.0f} MHz" + (f", {retimed} groups timed again" if retimed else ""),
                               flush=True)
         finally:
             stop.set()
             for loop in loops:
                 loop.join()
-            measure.InductorMeasurer._clocked_runs, measure.InductorMeasurer._gated_runs = worker
+            timing.GatedTimer.clocked_runs, timing.GatedTimer.gated_runs = worker  # type: ignore[method-assign]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "timing_noise.json"), "w") as f:
         json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": results}, f, indent=1)

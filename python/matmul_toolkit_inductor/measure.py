@@ -6,7 +6,7 @@ checked exactly) and the op is compiled by torch.compile with max-autotune:
 Inductor builds its own Triton template choices (mm / addmm / bmm, and the persistent TMA
 template where it offers one) and the ATen choice, precompiles them in parallel, and
 benchmarks them as its own benchmarker does (L2 flushed before every timed run, CUDA events;
-here with every timed run enqueued before the GPU starts it, see _timed_runs), on the
+here with every timed run enqueued before the GPU starts it: timing.GatedTimer), on the
 problem as given: Inductor's shape padding (pad_mm) is off.
 A feedback saver collects every choice's time. Around that, this module adds what a
 dataset needs: each choice's output is checked against a float32 torch result before its
@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from .choices import AUTOTUNED_OPS, config_from_choice, template_of
 from .parallel_compile import ParallelCompiler, compile_processes
+from .timing import GatedTimer
 
 # Relative error (Frobenius norm) a correct kernel stays under, by operand dtype; int8
 # (int32 sums of small integers) must be exact.
@@ -40,34 +41,6 @@ ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1}
 # hundreds of choices take minutes, longer with several workers per GPU sharing the cores.
 PRECOMPILE_TIMEOUT_S = 1800
 
-# Timed runs are enqueued in groups behind a GPU spin (the gate) that outlasts the host's
-# enqueueing of the whole group, so no run waits for the host: a run that did would time
-# the host's launch too (tens of microseconds for a Triton kernel, more on busy cores:
-# mm 4096x361x32 fp16 took 11.1 us that way against 5.6, bench/timing_noise.py).
-GATED_RUNS = 25
-# The gate lasts this many times the host's last measured enqueueing time of a group, and
-# at least GATE_MIN_MS; a gate that opened too soon is retried, longer, up to GATE_ATTEMPTS
-# times.
-GATE_MARGIN = 2.0
-GATE_MIN_MS = 0.2
-GATE_ATTEMPTS = 5
-# Host milliseconds to enqueue one run, assumed until the first group is measured.
-FIRST_ENQUEUE_MS = 0.1
-# Spin cycles per millisecond: the H100's and H200's top SM clock (1.98 GHz) rounded up, so
-# a gate lasts at least as long as asked.
-SPIN_CYCLES_PER_MS = 2_000_000
-# The SM clock while a group runs, read from short spins' own times (cycles over elapsed
-# time) before and after it: the GPU idles at 345 MHz while a problem compiles, and another
-# worker's context taking its turn on the GPU reads as a clock far below that. A group read
-# under CLOCK_FLOOR of the top clock (the device's, or the highest read) is timed again after
-# the GPU has spun for the next of CLOCK_WAITS_MS; still slow after the last: an error.
-CLOCK_FLOOR = 0.75
-CLOCK_WAITS_MS = (5.0, 20.0, 80.0, 320.0)
-# The spins before and after a group that read the clock: about 20 us each at 1.98 GHz.
-CLOCK_PROBE_CYCLES = 40_000
-# Timed runs per choice stop after about this many milliseconds of kernel time, as
-# Inductor's benchmarker does (its max_benchmark_duration).
-TIMED_BUDGET_MS = 25.0
 # How the times were taken, in every dataset's sidecar (the worker's hello).
 TIMING_METHOD = ("CUDA events, L2 flushed before each run, runs enqueued behind a GPU spin before the first starts; "
                  "Inductor's shape padding off")
@@ -180,20 +153,11 @@ class InductorMeasurer:
         self.device = torch.device("cuda", device_index)
         self._lock = threading.Lock()
         self._recorder: Optional[_Recorder] = None
-        self._repeat = 100
         self._problem: dict[str, Any] = {}
         self._shared_memory_limit = int(torch.cuda.get_device_properties(self.device).shared_memory_per_block_optin)
         self._benchmark_lock = BenchmarkLock(benchmark_lock_path(device_index))
         self._compiler = ParallelCompiler(compile_processes(), PRECOMPILE_TIMEOUT_S)
-        self._flush_buffer: Optional[Any] = None
-        self._enqueue_ms_per_run = FIRST_ENQUEUE_MS
-        # Groups of timed runs enqueued again because the host was slower than their gate.
-        self.gates_reopened = 0
-        # The highest SM clock known (the device's top clock where torch reports it, kHz),
-        # and the groups timed again under a slow clock, the slowest seen.
-        self.top_clock_mhz = float(getattr(torch.cuda.get_device_properties(self.device), "clock_rate", 0)) / 1000
-        self.slow_clock_groups = 0
-        self.slowest_clock_mhz = math.inf
+        self.timer = GatedTimer(torch, self.device)
         self._install_hooks()
 
     # -- hello ---------------------------------------------------------------------------
@@ -229,7 +193,7 @@ class InductorMeasurer:
             recorder = measurer._recorder
             if recorder is None or recorder.current is None or kwargs.get("return_mode", "min") != "min":
                 return original_benchmark_gpu(_callable, **kwargs)
-            samples = measurer._timed_runs(_callable)
+            samples = measurer.timer.timed_runs(_callable)
             recorder.samples[recorder.current] = samples
             return min(samples)
 
@@ -308,89 +272,6 @@ class InductorMeasurer:
         select_algorithm.TritonTemplateCaller.precompile = precompile
         selector.make_precompile_fn = make_precompile_fn
         select_algorithm.add_feedback_saver(feedback)
-
-    def _timed_runs(self, call: Callable[[], Any]) -> list[float]:
-        """Milliseconds of up to `self._repeat` timed runs of `call` (about 25 ms of them),
-        after one untimed run that loads the kernel and one that sizes the rest. They are
-        taken as Inductor's benchmarker takes them (L2 flushed before each run, CUDA events
-        around the call), except that the host enqueues them all before the GPU starts the
-        first (_gated_runs). Inductor's benchmarker lets the GPU wait for the host's launch
-        of each call inside the timed span: a microsecond kernel is then timed as that gap,
-        and on a host busy compiling every config of a problem is timed tens of
-        microseconds slow."""
-        torch = self.torch
-        if self._flush_buffer is None:  # twice the L2 cache (the H100's and H200's: 50 MB)
-            l2_bytes = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0)) or 64 << 20
-            self._flush_buffer = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device=self.device)
-        call()
-        torch.cuda.synchronize(self.device)
-        estimate = self._clocked_runs(call, 1)[0]
-        # Inductor's budget: about 25 ms of timed runs, at most `repeat` of them.
-        runs = max(1, min(self._repeat, int(TIMED_BUDGET_MS / max(estimate, 1e-6))))
-        samples: list[float] = []
-        while len(samples) < runs:
-            samples += self._clocked_runs(call, min(GATED_RUNS, runs - len(samples)))
-        return samples
-
-    def _clocked_runs(self, call: Callable[[], Any], runs: int) -> list[float]:
-        """_gated_runs, again after a wait while the SM clock read around them is under
-        CLOCK_FLOOR of the top clock."""
-        for wait_ms in (*CLOCK_WAITS_MS, None):
-            samples, clock_mhz = self._gated_runs(call, runs)
-            self.top_clock_mhz = max(self.top_clock_mhz, clock_mhz)
-            if clock_mhz >= CLOCK_FLOOR * self.top_clock_mhz:
-                return samples
-            self.slow_clock_groups += 1
-            self.slowest_clock_mhz = min(self.slowest_clock_mhz, clock_mhz)
-            if wait_ms is not None:
-                self.torch.cuda._sleep(int(wait_ms * SPIN_CYCLES_PER_MS))
-        raise RuntimeError(f"timing: the GPU's SM clock stayed at {clock_mhz:.0f} MHz, under "
-                           f"{CLOCK_FLOOR:.0%} of its top {self.top_clock_mhz:.0f} MHz")
-
-    def _gated_runs(self, call: Callable[[], Any], runs: int) -> tuple[list[float], float]:
-        """`runs` timed runs enqueued behind a GPU spin (the gate), and the lower of the SM
-        clocks (MHz) read from short spins before and after them. The times are kept once the
-        host has enqueued the runs and the short spins before the gate opened (an event
-        recorded after it had not completed then), else they are enqueued again behind a
-        longer gate."""
-        torch = self.torch
-
-        def timing_event() -> Any:
-            return torch.cuda.Event(enable_timing=True)
-
-        for _ in range(GATE_ATTEMPTS):
-            gate_ms = max(GATE_MIN_MS, GATE_MARGIN * runs * self._enqueue_ms_per_run)
-            gate_cycles = int(gate_ms * SPIN_CYCLES_PER_MS)
-            starts = [timing_event() for _ in range(runs)]
-            ends = [timing_event() for _ in range(runs)]
-            probes = [(timing_event(), timing_event()) for _ in range(2)]
-            opened = torch.cuda.Event()
-
-            def probe(events: tuple[Any, Any]) -> None:
-                events[0].record()
-                torch.cuda._sleep(CLOCK_PROBE_CYCLES)
-                events[1].record()
-
-            torch.cuda._sleep(gate_cycles)
-            opened.record()
-            begin = time.perf_counter()
-            probe(probes[0])
-            for start, end in zip(starts, ends):
-                self._flush_buffer.zero_()
-                start.record()
-                call()
-                end.record()
-            probe(probes[1])
-            enqueue_ms = (time.perf_counter() - begin) * 1000
-            covered = not opened.query()
-            torch.cuda.synchronize(self.device)
-            self._enqueue_ms_per_run = enqueue_ms / runs
-            if covered:  # the probes too were enqueued before the gate opened: GPU time only
-                clock_mhz = min(CLOCK_PROBE_CYCLES / (1000 * max(a.elapsed_time(b), 1e-9)) for a, b in probes)
-                return [float(start.elapsed_time(end)) for start, end in zip(starts, ends)], clock_mhz
-            self.gates_reopened += 1
-        raise RuntimeError(f"timing: the host took longer to enqueue {runs} timed runs than a "
-                           f"{gate_ms:.1f} ms GPU spin, {GATE_ATTEMPTS} times")
 
     def _compile_in_processes(self, choices: list[Any]) -> list[Any]:
         """Compiles the Triton choices into Triton's cache on the process pool when there
@@ -605,7 +486,7 @@ class InductorMeasurer:
         space = request.get("search_space")
         configs = request.get("configs") or []
         want_reference = bool(request.get("reference", True))
-        self._repeat = max(1, int(request.get("repeat", 100)))
+        self.timer.repeat = max(1, int(request.get("repeat", 100)))
         self._problem = problem
 
         operands = self._operands(problem, int(request.get("seed", 0)))
@@ -634,7 +515,8 @@ class InductorMeasurer:
 
         recorder = _Recorder()
         torch._dynamo.reset()
-        gates_before, slow_before = self.gates_reopened, self.slow_clock_groups
+        timer = self.timer
+        gates_before, slow_before = timer.gates_reopened, timer.slow_clock_groups
         start = time.perf_counter()
         with self._lock:
             self._recorder = recorder
@@ -653,14 +535,14 @@ class InductorMeasurer:
             finally:
                 self._recorder = None
                 self._benchmark_lock.release()
-        if self.gates_reopened > gates_before:
-            print(f"matmul_toolkit_inductor: {self.gates_reopened - gates_before} groups of timed runs "
+        if timer.gates_reopened > gates_before:
+            print(f"matmul_toolkit_inductor: {timer.gates_reopened - gates_before} groups of timed runs "
                   f"enqueued again behind a longer GPU spin (the host was slower than the spin)", file=sys.stderr)
-        if self.slow_clock_groups > slow_before:
-            print(f"matmul_toolkit_inductor: {self.slow_clock_groups - slow_before} groups of timed runs "
-                  f"timed again: SM clock down to {self.slowest_clock_mhz:.0f} MHz "
-                  f"(top {self.top_clock_mhz:.0f} MHz)", file=sys.stderr)
-            self.slowest_clock_mhz = math.inf
+        if timer.slow_clock_groups > slow_before:
+            print(f"matmul_toolkit_inductor: {timer.slow_clock_groups - slow_before} groups of timed runs "
+                  f"timed again: SM clock down to {timer.slowest_clock_mhz:.0f} MHz "
+                  f"(top {timer.top_clock_mhz:.0f} MHz)", file=sys.stderr)
+            timer.slowest_clock_mhz = math.inf
 
         final_error = _relative_error(torch, result, expected.double())
         if final_error > TOLERANCE[problem["dtype"]]:

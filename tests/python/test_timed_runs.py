@@ -1,4 +1,4 @@
-"""The worker's timing loop (InductorMeasurer._timed_runs) against a fake torch that logs
+"""The worker's timing loop (timing.GatedTimer, InductorMeasurer's) against a fake torch that logs
 what would be enqueued on the GPU and runs a spin as a span of host time at a given SM
 clock: no torch needed."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from matmul_toolkit_inductor import measure
+from matmul_toolkit_inductor import timing
 
 
 class FakeTorch:
@@ -75,11 +75,7 @@ class FakeTorch:
 
 def measurer(kernel_ms: float, repeat: int) -> tuple[Any, FakeTorch]:
     fake = FakeTorch(kernel_ms)
-    m = object.__new__(measure.InductorMeasurer)
-    m.torch, m.device, m._repeat, m._flush_buffer = fake, "cuda:0", repeat, None
-    m._enqueue_ms_per_run, m.gates_reopened = measure.FIRST_ENQUEUE_MS, 0
-    m.top_clock_mhz, m.slow_clock_groups, m.slowest_clock_mhz = 0.0, 0, float("inf")
-    return m, fake
+    return timing.GatedTimer(fake, "cuda:0", repeat), fake
 
 
 def group(runs: int) -> list[str]:
@@ -92,13 +88,13 @@ def group(runs: int) -> list[str]:
 
 def test_timed_runs_are_enqueued_in_groups_behind_a_spin() -> None:
     m, fake = measurer(kernel_ms=0.01, repeat=100)
-    samples = m._timed_runs(lambda: fake.log.append("call"))
+    samples = m.timed_runs(lambda: fake.log.append("call"))
     assert samples == [0.01] * 100
     # twice the L2 cache, allocated once; a loading run; the sizing run behind its own gate
     assert fake.log[:3] == [f"buffer {100 << 20}", "call", "sync"]
     assert fake.log[3:3 + len(group(1))] == group(1)
     # then the 100 timed runs, 25 behind each gate
-    assert fake.log[3 + len(group(1)):] == group(measure.GATED_RUNS) * 4
+    assert fake.log[3 + len(group(1)):] == group(timing.GATED_RUNS) * 4
     assert m.gates_reopened == 0 and m.slow_clock_groups == 0
     assert m.top_clock_mhz == pytest.approx(1980, rel=1e-6)
 
@@ -110,13 +106,13 @@ def test_a_gate_that_opened_too_soon_is_enqueued_again_behind_twice_the_hosts_ti
         time.sleep(0.002)
         fake.log.append("call")
 
-    samples = m._timed_runs(slow_call)
+    samples = m.timed_runs(slow_call)
     assert samples == [0.01] * 10
     gates = fake.spins_ms[0::3]  # each group's gate, then its two clock probes
     # the sizing run's first gate (0.2 ms) opened before its call was enqueued; the next
     # lasts twice the 2+ ms the host took
     assert m.gates_reopened >= 1
-    assert gates[0] == pytest.approx(measure.GATE_MIN_MS * measure.SPIN_CYCLES_PER_MS / 1980e3)
+    assert gates[0] == pytest.approx(timing.GATE_MIN_MS * timing.SPIN_CYCLES_PER_MS / 1980e3)
     assert gates[1] >= 2 * 2.0
     # the ten timed runs' gate: twice the last measured 2+ ms per run, all ten
     assert gates[-1] >= 2 * 10 * 2.0
@@ -126,17 +122,17 @@ def test_a_gate_that_opened_too_soon_is_enqueued_again_behind_twice_the_hosts_ti
 def test_a_group_timed_under_a_slow_clock_is_timed_again_after_a_wait() -> None:
     m, fake = measurer(kernel_ms=0.01, repeat=10)
     fake.slow_spins = {4: 345.0, 5: 345.0}  # the ten runs' clock probes: the idle clock
-    samples = m._timed_runs(lambda: fake.log.append("call"))
+    samples = m.timed_runs(lambda: fake.log.append("call"))
     assert samples == [0.01] * 10
     assert m.slow_clock_groups == 1 and m.slowest_clock_mhz == pytest.approx(345, rel=1e-6)
-    wait = measure.CLOCK_WAITS_MS[0] * measure.SPIN_CYCLES_PER_MS / 1980e3
+    wait = timing.CLOCK_WAITS_MS[0] * timing.SPIN_CYCLES_PER_MS / 1980e3
     sizing = 3 + len(group(1))
     assert fake.log[sizing:] == group(10) + ["spin"] + group(10)
     assert fake.spins_ms[6] == pytest.approx(wait)
     # a clock a little under the top is no reason to time again
     m, fake = measurer(kernel_ms=0.01, repeat=10)
     fake.slow_spins = {5: 1700.0}
-    m._timed_runs(lambda: fake.log.append("call"))
+    m.timed_runs(lambda: fake.log.append("call"))
     assert m.slow_clock_groups == 0
 
 
@@ -144,22 +140,50 @@ def test_a_clock_that_stays_slow_is_an_error() -> None:
     m, fake = measurer(kernel_ms=0.01, repeat=10)
     fake.slow_spins = {i: 900.0 for i in range(3, 100)}
     with pytest.raises(RuntimeError, match="SM clock stayed at 900 MHz, under 75% of its top 1980 MHz"):
-        m._timed_runs(lambda: fake.log.append("call"))
-    assert m.slow_clock_groups == len(measure.CLOCK_WAITS_MS) + 1
+        m.timed_runs(lambda: fake.log.append("call"))
+    assert m.slow_clock_groups == len(timing.CLOCK_WAITS_MS) + 1
 
 
 def test_a_host_that_never_gets_ahead_of_the_gpu_is_an_error() -> None:
     m, fake = measurer(kernel_ms=0.01, repeat=10)
     fake.gpu_never_waits = True
     with pytest.raises(RuntimeError, match="host took longer to enqueue 1 timed runs"):
-        m._timed_runs(lambda: fake.log.append("call"))
-    assert m.gates_reopened == measure.GATE_ATTEMPTS
+        m.timed_runs(lambda: fake.log.append("call"))
+    assert m.gates_reopened == timing.GATE_ATTEMPTS
 
 
 def test_slow_kernels_get_about_25_ms_of_timed_runs() -> None:
     m, fake = measurer(kernel_ms=2.0, repeat=100)
-    assert len(m._timed_runs(lambda: fake.log.append("call"))) == 12  # 25 ms / 2 ms
+    assert len(m.timed_runs(lambda: fake.log.append("call"))) == 12  # 25 ms / 2 ms
     m, fake = measurer(kernel_ms=40.0, repeat=100)
-    assert len(m._timed_runs(lambda: fake.log.append("call"))) == 1
+    assert len(m.timed_runs(lambda: fake.log.append("call"))) == 1
     m, fake = measurer(kernel_ms=0.001, repeat=7)
-    assert len(m._timed_runs(lambda: fake.log.append("call"))) == 7
+    assert len(m.timed_runs(lambda: fake.log.append("call"))) == 7
+
+
+def test_gated_benchmarks_time_inductors_min_benchmarks_and_put_its_benchmarker_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    fake = FakeTorch(kernel_ms=0.005)
+    fake.cuda.current_device = lambda: 0
+    fake.device = lambda kind, index: f"{kind}:{index}"  # type: ignore[attr-defined]
+    calls: list[str] = []
+
+    def inductors_own(_callable: Any, **kwargs: Any) -> float:
+        calls.append(kwargs.get("return_mode", "min"))
+        return 1.0
+
+    benchmarker = types.SimpleNamespace(benchmark_gpu=inductors_own)
+    benchmarking = types.SimpleNamespace(benchmarker=benchmarker)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setitem(sys.modules, "torch._inductor", types.ModuleType("torch._inductor"))
+    monkeypatch.setitem(sys.modules, "torch._inductor.runtime", types.SimpleNamespace(benchmarking=benchmarking))
+    monkeypatch.setitem(sys.modules, "torch._inductor.runtime.benchmarking", benchmarking)
+    with timing.gated_benchmarks() as timer:
+        # a call of 5 us whose launch the host takes 1 ms for: timed as the kernel alone
+        assert benchmarker.benchmark_gpu(lambda: (time.sleep(0.001), fake.log.append("call"))) == 0.005
+        assert benchmarker.benchmark_gpu(lambda: None, return_mode="all") == 1.0
+        assert timer.device == "cuda:0"
+    assert calls == ["all"] and benchmarker.benchmark_gpu is inductors_own
