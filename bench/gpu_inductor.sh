@@ -17,6 +17,7 @@
 #   bash bench/gpu_inductor.sh build_cli e2e_lognormal    # shipped model's tables vs max-autotune
 #   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
 #   E2E_TABLES="a=lut_a.json b=lut_b.json" bash bench/gpu_inductor.sh e2e_lognormal   # tables exported elsewhere
+#   bash bench/gpu_inductor.sh build_cli models            # the whole-model suite (bench/models), resumed
 # Collections stop cleanly (SIGINT, finished problems saved) after STEP_SECONDS (default 540)
 # and resume on the next call when their output file is in the work tree (exhaustive: or
 # in the build folder of a warm machine). Results, logs
@@ -339,9 +340,26 @@ step_e2e_transformer() {
   tail -12 "$out/e2e_tr.txt"
 }
 
+# The whole-model suite (bench/models/suite.py) on bench/models/results_h200.json: the
+# workloads it lacks (MODELS_WORKLOADS, default all) in the variants MODELS_VARIANTS (default
+# the suite's), none started after STEP_SECONDS minus 90 s, so each call ends inside its 10
+# minutes; the results, the suite's GEMMs (data/shapesets/model_suite.json) and the logs come
+# back under $out. Copy the two files into the work tree before the next call to go on.
+step_models() {
+  local budget=$((step_seconds > 180 ? step_seconds - 90 : 90))
+  # shellcheck disable=SC2086 # the lists are lists of words
+  timeout -s TERM "$step_seconds" python3 bench/models/suite.py --mmt "$cli" \
+    ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \
+    --budget "$budget" --workload-timeout "$step_seconds" --out "$out/models" >"$out/models.txt" 2>"$out/models.log" ||
+    status=1
+  tail -40 "$out/models.txt"
+  cp bench/models/results_h200.json data/shapesets/model_suite.json "$out/" 2>/dev/null
+  (cd "$out" && tar -czf models_logs.tgz models && rm -rf models)
+}
+
 for step in "$@"; do
   case $step in
-    build | build_cli | test | collect | collect_set | exhaustive | speed | speed_exhaustive | repeats | cross_validate | train_speed | e2e_lognormal | e2e_transformer) "step_$step" ;;
+    build | build_cli | test | collect | collect_set | exhaustive | speed | speed_exhaustive | repeats | cross_validate | train_speed | e2e_lognormal | e2e_transformer | models) "step_$step" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

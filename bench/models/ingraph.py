@@ -1,0 +1,207 @@
+"""In-graph truth: where a compiled model's device time goes, GEMM by GEMM.
+
+A profiled replay (torch.profiler over CUDA-graph replays; CUPTI reports every kernel of a
+graph) gives the device kernels of a call in program order. Each kernel falls in a category
+by its name: a GEMM of Inductor's (a Triton template, `triton_tem_*`, or a cuBLAS / CUTLASS
+GEMM that an mm, addmm, bmm or int_mm lowered to, with cuBLAS's split-K reduction counted
+with the GEMM before it), attention, convolution, another library's GEMM (grouped mm), or
+other (Inductor's pointwise and reduction kernels, copies, the optimizer). GEMM kernels are
+matched to the GEMMs Inductor lowered (the recorder's records, in lowering order) one for one
+when their counts agree; a kernel's time then belongs to its GEMM, whose Triton template
+holds any epilogue it fused. Pure functions over (name, microseconds) pairs: no torch here.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+GEMM = "gemm"
+ATTENTION = "attention"
+CONVOLUTION = "convolution"
+OTHER_GEMM = "other_gemm"
+OTHER = "other"
+CATEGORIES = (GEMM, ATTENTION, CONVOLUTION, OTHER_GEMM, OTHER)
+
+_TRITON_TEMPLATE = re.compile(r"^triton_tem_")
+_ATTENTION = re.compile(r"fmha|flash|sdpa|attention|Attention", re.IGNORECASE)
+_CONVOLUTION = re.compile(r"conv|fprop|dgrad|wgrad|cudnn", re.IGNORECASE)
+_OTHER_GEMM = re.compile(r"GroupProblemShape|grouped_gemm|grouped_mm", re.IGNORECASE)
+_LIBRARY_GEMM = re.compile(r"nvjet|gemm|xmma|cutlass|cublas|Kernel2", re.IGNORECASE)
+_SPLIT_K_REDUCE = re.compile(r"splitKreduce|reduce_kernel.*splitK", re.IGNORECASE)
+
+
+def category(name: str) -> str:
+    """The category of one device kernel, by its name."""
+    if _TRITON_TEMPLATE.search(name):
+        return GEMM
+    if name.startswith("triton_"):  # Inductor's own pointwise, reduction, persistent kernels
+        return OTHER
+    if _ATTENTION.search(name):
+        return ATTENTION
+    if _CONVOLUTION.search(name):
+        return CONVOLUTION
+    if _OTHER_GEMM.search(name):
+        return OTHER_GEMM
+    if _SPLIT_K_REDUCE.search(name) or _LIBRARY_GEMM.search(name):
+        return GEMM
+    return OTHER
+
+
+def is_split_k_reduction(name: str) -> bool:
+    return bool(_SPLIT_K_REDUCE.search(name))
+
+
+@dataclass
+class GemmKernel:
+    """One GEMM's kernels in one call: the GEMM kernel and any split-K reduction after it."""
+    names: list[str]
+    us: float
+
+
+def gemm_kernels(kernels: Sequence[tuple[str, float]]) -> list[GemmKernel]:
+    """The GEMM kernels of a call in order, a split-K reduction folded into the GEMM before it."""
+    gemms: list[GemmKernel] = []
+    for name, us in kernels:
+        if category(name) != GEMM:
+            continue
+        if is_split_k_reduction(name) and gemms:
+            gemms[-1].names.append(name)
+            gemms[-1].us += us
+            continue
+        gemms.append(GemmKernel([name], us))
+    return gemms
+
+
+def split_calls(kernels: Sequence[tuple[str, float]], calls: int) -> list[list[tuple[str, float]]]:
+    """A profile of `calls` identical calls cut into one kernel list per call (equal lengths);
+    raises ValueError when the profile does not divide evenly."""
+    if calls < 1 or len(kernels) % calls:
+        raise ValueError(f"{len(kernels)} kernels do not split into {calls} identical calls")
+    n = len(kernels) // calls
+    parts = [list(kernels[i * n:(i + 1) * n]) for i in range(calls)]
+    names = [name for name, _ in parts[0]]
+    for part in parts[1:]:
+        if [name for name, _ in part] != names:
+            raise ValueError("the profiled calls ran different kernels")
+    return parts
+
+
+def per_call_kernels(kernels: Sequence[tuple[str, float]], calls: int) -> list[tuple[str, float]]:
+    """One call's kernels in order, each with its median time over the profiled calls."""
+    parts = split_calls(kernels, calls)
+    return [(parts[0][i][0], statistics.median(p[i][1] for p in parts)) for i in range(len(parts[0]))]
+
+
+def breakdown(kernels: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """Microseconds per category for one call's kernels, and "total"."""
+    out = {c: 0.0 for c in CATEGORIES}
+    for name, us in kernels:
+        out[category(name)] += us
+    out["total"] = sum(us for _, us in kernels)
+    return out
+
+
+def attribute(kernels: Sequence[tuple[str, float]], records: Sequence[dict[str, Any]]
+              ) -> tuple[Optional[list[dict[str, Any]]], str]:
+    """Each recorded GEMM (GemmRecord.to_dict(), lowering order) with its in-graph kernel time
+    for one call, or (None, why) when the GEMM kernels and the records do not pair up."""
+    gemms = gemm_kernels(kernels)
+    if len(gemms) != len(records):
+        return None, (f"{len(gemms)} GEMM kernels in a call against {len(records)} GEMMs lowered "
+                      "(a GEMM decomposed, fused away, run outside Inductor, or not a GEMM of ours)")
+    rows = []
+    for record, kernel in zip(records, gemms):
+        triton = any(_TRITON_TEMPLATE.search(n) for n in kernel.names)
+        rows.append(record | {"kernel": kernel.names[0], "kernels": len(kernel.names),
+                              "ran": "triton" if triton else "aten", "in_graph_us": kernel.us})
+    return rows, ""
+
+
+def by_problem(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Attributed rows merged per problem (same op, shape and kernel kind), first-seen order:
+    count, in-graph µs per instance (median), Inductor's benchmark of the kind that ran, and
+    cuBLAS timed without the host's launch where ATen ran."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        shape = row.get("shape") or {}
+        key = (row.get("op"), shape.get("B"), shape.get("M"), shape.get("N"), shape.get("K"),
+               shape.get("M_dtype"), row["ran"])
+        groups.setdefault(key, []).append(row)
+    merged = []
+    for (op, B, M, N, K, dtype, ran), group in groups.items():
+        in_graph = statistics.median(r["in_graph_us"] for r in group)
+        benchmark = [r["benchmark_ms"].get("triton" if ran == "triton" else "aten") for r in group]
+        known = [b for b in benchmark if b is not None]
+        isolated_us = 1000.0 * statistics.median(known) if known else None
+        gated = [r["gated_ms"] for r in group if r.get("gated_ms") is not None]
+        dims = (f"{B}x" if B and B > 1 else "") + f"{M}x{N}x{K}"
+        merged.append({
+            "problem": f"{op} {dims} {dtype}", "ran": ran, "count": len(group), "kernel": group[0]["kernel"],
+            "in_graph_us": in_graph, "total_us": sum(r["in_graph_us"] for r in group),
+            "isolated_us": isolated_us,
+            "in_graph_over_isolated": in_graph / isolated_us if isolated_us else None,
+            # cuBLAS alone without the host's launch (the suite's GatedTimer), where ATen ran
+            "gated_us": 1000.0 * statistics.median(gated) if gated else None,
+        })
+    return merged
+
+
+def disagreements(problems: Sequence[dict[str, Any]], tolerance: float = 0.15) -> list[dict[str, Any]]:
+    """The problems whose in-graph time differs from the isolated benchmark by more than
+    `tolerance` (a fraction), largest total time first."""
+    out = [p for p in problems if p["in_graph_over_isolated"] is not None
+           and abs(p["in_graph_over_isolated"] - 1.0) > tolerance]
+    return sorted(out, key=lambda p: -p["total_us"])
+
+
+def report(kernels: Sequence[tuple[str, float]], calls: int, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The in-graph report of one variant: per-call breakdown by category, and per GEMM
+    problem its in-graph time beside Inductor's benchmark where it benchmarked."""
+    try:
+        call = per_call_kernels(kernels, calls)
+    except ValueError as e:
+        return {"error": str(e), "kernels": len(kernels)}
+    rows, why = attribute(call, records)
+    out: dict[str, Any] = {"breakdown_us": breakdown(call), "kernels_per_call": len(call),
+                           "gemm_kernels": len(gemm_kernels(call)), "gemms_lowered": len(records)}
+    if rows is None:
+        out["unattributed"] = why
+        names: dict[str, list[float]] = {}
+        for g in gemm_kernels(call):
+            names.setdefault(g.names[0], []).append(g.us)
+        out["gemm_kernels_by_name"] = {n: {"count": len(v), "total_us": sum(v)} for n, v in names.items()}
+    else:
+        out["problems"] = by_problem(rows)
+    return out
+
+
+def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
+    """The in-graph reports of a results document as text: per workload and variant the
+    device time per category, then each GEMM problem's in-graph time beside Inductor's
+    isolated benchmark of the kind that ran, a ratio off by more than `tolerance` marked."""
+    lines = []
+    for name, variants in document.get("workloads", {}).items():
+        for variant, result in variants.items():
+            report_ = result.get("in_graph") if isinstance(result, dict) else None
+            if not report_:
+                continue
+            lines.append(f"== {name} / {variant}: {result.get('ms') or float('nan'):.3f} ms a call")
+            if "error" in report_:
+                lines.append(f"   no report: {report_['error']}")
+                continue
+            b = report_["breakdown_us"]
+            lines.append("   device µs a call: " + ", ".join(f"{c} {b[c]:.1f}" for c in (*CATEGORIES, "total")))
+            if "problems" not in report_:
+                lines.append(f"   GEMMs not attributed: {report_.get('unattributed', '')}")
+                continue
+            for p in report_["problems"]:
+                isolated = "–" if p["isolated_us"] is None else f"{p['isolated_us']:.1f}"
+                gated = "" if p.get("gated_us") is None else f", without launch {p['gated_us']:.1f} µs"
+                ratio = p["in_graph_over_isolated"]
+                mark = "" if ratio is None else f" ({ratio:.2f}x{' !' if abs(ratio - 1) > tolerance else ''})"
+                lines.append(f"   {p['problem']:<36} {p['ran']:<6} x{p['count']:<3} in graph {p['in_graph_us']:8.1f} µs"
+                             f", isolated {isolated:>8} µs{mark}{gated}  {p['kernel'][:48]}")
+    return "\n".join(lines)

@@ -1,0 +1,701 @@
+#!/usr/bin/env python3
+"""Whole models: does torch.compile with our picks run real models faster than default
+torch.compile and max-autotune, and compile as fast as default? (GPU machine, torch with
+Inductor, transformers and torchvision.)
+
+    python3 bench/models/suite.py --mmt build/src/cli/matmul_toolkit [--workloads NAME ...]
+        [--variants default ours max_autotune_gemm max_autotune] [--budget S] [--fresh]
+
+Workloads (workloads.py): real transformers / torchvision models built from their configs
+with random weights, in inference (prefill and decode shapes, bf16 and fp16) and one
+training step. Every workload runs in a process of its own, all its variants one after the
+other in that process, each compiled from scratch (torch._dynamo.reset, fresh Inductor and
+Triton caches) after one untimed warm-up compile that starts Inductor's compile workers:
+  default            torch.compile, CUDA graphs (triton.cudagraphs): cuBLAS for every GEMM
+  max_autotune       mode="max-autotune" (GEMM autotuning, coordinate descent, CUDA graphs)
+  max_autotune_gemm  GEMM autotuning only (max_autotune_gemm), CUDA graphs
+  ours               max_autotune_gemm with the shipped model's table for this workload's GEMMs:
+                     the GEMMs the default compile lowered (GemmRecorder), exported by
+                     `matmul_toolkit export-lut --policy P` (default: the export-lut default),
+                     installed with use_table; `ours@POLICY` names another policy
+A variant name may end in settings, each one suspect of the in-graph gap tested alone:
++noepi (benchmark_epilogue_fusion off), +noflush (Inductor's benchmarker without its L2
+flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
++biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
++flexible (max_autotune_allow_flexible_layouts).
+
+Per variant: compile time = wall time of the first call; runtime = median over --rounds
+rounds of --calls calls (CUDA events around each round, torch.compiler.cudagraph_mark_step_begin
+before each call) after 3 warm-up calls; the first call's output (inference: logits or last
+hidden state; training: the loss) against eager's, relative L2 error under 3e-2 (a larger one
+marks the variant failed). Then one profiled round (torch.profiler, --profile-calls calls): the
+in-graph report (ingraph.py): device time per category, and each GEMM's in-graph time beside
+Inductor's benchmark of the choice it kept (timed here with Inductor's benchmarker, L2 flushed,
+where Inductor benchmarked nothing).
+
+Results: --results (default bench/models/results_h200.json), rewritten after every workload:
+{"device", "torch", ..., "workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}}, and per
+workload OUT/NAME/ (the shapeset of its GEMMs, the tables, the child's log). A workload already
+in the results with every asked variant is kept (--fresh measures it again); after --budget
+seconds no workload starts, and Ctrl-C keeps what is finished: a later run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+
+import ingraph  # noqa: E402
+import summary  # noqa: E402
+import workloads as W  # noqa: E402
+
+RESULTS = os.path.join(HERE, "results_h200.json")
+SHAPESET = os.path.join(SOURCE_DIR, "data", "shapesets", "model_suite.json")
+DEFAULT_VARIANTS = ("default", "ours", "ours@isolated", "max_autotune_gemm", "max_autotune")
+BASES = ("default", "max_autotune", "max_autotune_gemm", "ours")
+SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible")
+MAX_REL_ERROR = 3e-2
+WARM_UP_CALLS = 3
+SEED = 0
+
+
+class UsageError(Exception):
+    """Bad input: printed as `error: <subject>: <what>`, exit code 2."""
+
+    def __init__(self, subject: str, what: str) -> None:
+        super().__init__(f"{subject}: {what}")
+
+
+# ----------------------------------------------------------------------------- variants
+@dataclass(frozen=True)
+class Variant:
+    """One way of compiling: a base mode, a table policy (ours only) and suspect settings."""
+    name: str
+    base: str
+    policy: Optional[str] = None
+    settings: tuple[str, ...] = ()
+
+    def inductor_options(self) -> dict[str, Any]:
+        """torch.compile options (None mode) for every base but max_autotune."""
+        options: dict[str, Any] = {"triton.cudagraphs": True}
+        if self.base in ("max_autotune_gemm", "ours"):
+            options["max_autotune_gemm"] = True
+        if "+noepi" in self.settings:
+            options["benchmark_epilogue_fusion"] = False
+        if "+flexible" in self.settings:
+            options["max_autotune_allow_flexible_layouts"] = True
+        return options
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        if self.base == "max_autotune":
+            extra = {k: v for k, v in self.inductor_options().items() if k != "triton.cudagraphs"}
+            # A mode and options do not combine in torch.compile: the mode's settings go in by hand.
+            if extra:
+                return {"options": {"max_autotune": True, "coordinate_descent_tuning": True,
+                                    "triton.cudagraphs": True} | extra}
+            return {"mode": "max-autotune"}
+        return {"options": self.inductor_options()}
+
+
+def parse_variant(text: str) -> Variant:
+    """BASE[@POLICY][+setting ...]: e.g. ours, ours@isolated, max_autotune_gemm+noepi."""
+    match = re.fullmatch(r"([a-z_]+)(?:@([a-z_]+))?((?:\+[a-z]+)*)", text)
+    if not match or match.group(1) not in BASES:
+        raise UsageError("--variants", f"'{text}' is not BASE[@POLICY][+SETTING...] with BASE one of "
+                                       f"{', '.join(BASES)}")
+    base, policy, tail = match.group(1), match.group(2), match.group(3)
+    if policy and base != "ours":
+        raise UsageError("--variants", f"'{text}': only ours takes a @POLICY")
+    settings = tuple("+" + s for s in tail.split("+")[1:])
+    for s in settings:
+        if s not in SETTINGS:
+            raise UsageError("--variants", f"'{text}': unknown setting {s} (known: {' '.join(SETTINGS)})")
+    if base == "default" and settings:
+        raise UsageError("--variants", f"'{text}': default takes no settings (they change GEMM autotuning)")
+    if base == "ours" and "+biasaddmm" in settings:
+        raise UsageError("--variants", f"'{text}': an ours table names its ATen choices itself (the graph policy: "
+                                       "bias_addmm alone)")
+    if len(set(settings)) != len(settings):
+        raise UsageError("--variants", f"'{text}': a setting repeats")
+    return Variant(text, base, policy, settings)
+
+
+def variant_order(variants: list[Variant]) -> list[Variant]:
+    """default first (its recorded GEMMs make the tables), the rest as given."""
+    return sorted(variants, key=lambda v: v.name != "default")
+
+
+# ------------------------------------------------------------------------------ results
+def write_atomically(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # mkstemp's 0600 would make a results file private
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def load_results(path: str) -> dict[str, Any]:
+    if not os.path.isfile(path):
+        return {"workloads": {}}
+    try:
+        with open(path) as f:
+            document = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError(path, f"cannot read the results: {e}")
+    if not isinstance(document, dict) or not isinstance(document.get("workloads"), dict):
+        raise UsageError(path, 'not a results file ({"workloads": {...}})')
+    return document
+
+
+def pending(document: dict[str, Any], workloads: list[W.Workload], variants: list[Variant], fresh: bool
+            ) -> list[W.Workload]:
+    """The workloads to measure: all with --fresh, else those missing an asked variant or
+    holding a failed one."""
+    if fresh:
+        return workloads
+    todo = []
+    for w in workloads:
+        have = document["workloads"].get(w.name, {})
+        if any(not summary.usable(have.get(v.name)) for v in variants):
+            todo.append(w)
+    return todo
+
+
+def merge(document: dict[str, Any], name: str, record: dict[str, Any], environment: dict[str, Any]) -> None:
+    """A workload's fresh record replaces its variants in the results (the other variants of
+    an earlier run stay, with the environment they were measured in)."""
+    results = document["workloads"].setdefault(name, {})
+    for variant, result in record.get("variants", {}).items():
+        results[variant] = result
+    document.setdefault("definitions", {})[name] = record.get("description", "")
+    for key, value in environment.items():
+        document[key] = value
+
+
+def write_results(path: str, document: dict[str, Any]) -> None:
+    document["summary"] = summary.summarize(document)
+    write_atomically(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
+
+
+# ------------------------------------------------------------------------------- parent
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "),
+                                epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workloads", nargs="+", help="workloads to run (default: all; --list shows them)")
+    p.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS),
+                   help=f"variants (default: {' '.join(DEFAULT_VARIANTS)}); default always runs first")
+    p.add_argument("--list", action="store_true", help="print the workloads and exit")
+    p.add_argument("--report", action="store_true",
+                   help="print the in-graph reports of --results (no GPU needed) and exit")
+    p.add_argument("--mmt", help="the matmul_toolkit binary (export-lut makes the ours tables)")
+    p.add_argument("--model", default=os.path.join(SOURCE_DIR, "data", "models", "inductor_h200.pt"),
+                   help="model checkpoint for the ours tables (default: the shipped H200 model)")
+    p.add_argument("--results", default=RESULTS, help=f"results JSON, read and rewritten (default {RESULTS})")
+    p.add_argument("--shapeset", default=SHAPESET,
+                   help="shapeset that gathers every measured workload's GEMMs, read and rewritten "
+                        f"(default {os.path.relpath(SHAPESET, SOURCE_DIR)}; collect --shapeset times them)")
+    p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "models"),
+                   help="folder for shapesets, tables and logs (default $OUT/models)")
+    p.add_argument("--fresh", action="store_true", help="measure every asked workload again")
+    p.add_argument("--budget", type=float, default=0.0, help="seconds: start no workload after this (0: none)")
+    p.add_argument("--workload-timeout", type=float, default=3000.0,
+                   help="seconds one workload's process may take before it is stopped (default 3000)")
+    p.add_argument("--rounds", type=int, default=5, help="timed rounds per variant; median taken (default 5)")
+    p.add_argument("--calls", type=int, default=10, help="calls per timed round (default 10)")
+    p.add_argument("--profile-calls", type=int, default=3, help="calls in the profiled round (default 3; 0: none)")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--record", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    for name in ("rounds", "calls"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    if args.profile_calls < 0:
+        p.error("--profile-calls must be 0 or more")
+    # default runs in every workload process: it records the GEMMs the tables are made for,
+    # and every variant is judged against the default compile of its own process.
+    args.parsed_variants = variant_order([parse_variant(v) for v in dict.fromkeys(["default", *args.variants])])
+    return args
+
+
+def child_command(args: argparse.Namespace, w: W.Workload, record: str) -> list[str]:
+    command = [sys.executable, os.path.abspath(__file__), "--child", w.name, "--record", record,
+               "--variants", *[v.name for v in args.parsed_variants], "--out", args.out, "--model", args.model,
+               "--rounds", str(args.rounds), "--calls", str(args.calls), "--profile-calls", str(args.profile_calls)]
+    if args.mmt:
+        command += ["--mmt", args.mmt]
+    return command
+
+
+def run_workload_process(command: list[str], log_path: str, timeout: float) -> tuple[int, bool]:
+    """Runs one workload's process in a session of its own (its compile workers die with it);
+    (exit code, whether it was stopped by the timeout)."""
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env=os.environ | {"PYTHONUNBUFFERED": "1"})
+        try:
+            return process.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return -9, True
+        except KeyboardInterrupt:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+
+
+def check_inputs(args: argparse.Namespace) -> list[W.Workload]:
+    try:
+        W.check()
+        chosen = W.by_name(args.workloads)
+    except W.WorkloadError as e:
+        raise UsageError("--workloads", str(e))
+    if any(v.base == "ours" for v in args.parsed_variants):
+        if not args.mmt:
+            raise UsageError("--mmt", "the ours variants need the matmul_toolkit binary (export-lut)")
+        if not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)):
+            raise UsageError(args.mmt, "no such executable (--mmt)")
+        if not os.path.isfile(args.model):
+            raise UsageError(args.model, "no such model file (--model)")
+    return chosen
+
+
+def run_parent(args: argparse.Namespace) -> int:
+    if args.list:
+        for w in W.WORKLOADS:
+            print(f"{w.name:20} {w.describe()}")
+        return 0
+    if args.report:
+        print(ingraph.text(load_results(args.results)))
+        return 0
+    chosen = check_inputs(args)
+    document = load_results(args.results)
+    todo = pending(document, chosen, args.parsed_variants, args.fresh)
+    os.makedirs(args.out, exist_ok=True)
+    print(f"{len(chosen)} workloads, {len(todo)} to measure; variants {' '.join(v.name for v in args.parsed_variants)}",
+          file=sys.stderr, flush=True)
+    start = time.monotonic()
+    status = 0
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # a SIGTERM (timeout, a batch system) stops as Ctrl-C does
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        for i, w in enumerate(todo):
+            elapsed = time.monotonic() - start
+            if i and args.budget and elapsed > args.budget:  # the first always starts: a run makes progress
+                print(f"--budget: {len(todo) - i} workloads left for a later run", file=sys.stderr)
+                break
+            folder = os.path.join(args.out, w.name)
+            os.makedirs(folder, exist_ok=True)
+            record_path = os.path.join(folder, "record.json")
+            with contextlib.suppress(OSError):
+                os.unlink(record_path)
+            print(f"[{i + 1}/{len(todo)}] {w.name} ({elapsed:.0f} s elapsed)", file=sys.stderr, flush=True)
+            code, timed_out = run_workload_process(child_command(args, w, record_path), os.path.join(folder, "log.txt"),
+                                        args.workload_timeout)
+            record = load_record(record_path)
+            if code != 0 or record is None:
+                status = 1
+                why = "timed out" if timed_out else f"exit {code}"
+                print(f"  {w.name}: process {why}; see {folder}/log.txt", file=sys.stderr)
+                record = record or {"variants": {}}
+                for v in args.parsed_variants:
+                    record["variants"].setdefault(v.name, {"error": f"workload process {why}"})
+            merge(document, w.name, record, record.get("environment", {}))
+            write_results(args.results, document)
+            gather_shapes(args.shapeset, os.path.join(folder, "shapeset.json"))
+            print(workload_line(w.name, document["workloads"][w.name]), flush=True)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the results keep the workloads finished", file=sys.stderr)
+        status = 130
+    write_results(args.results, document)
+    print()
+    print(summary.table(document))
+    print()
+    print(summary.overview(document["summary"]))
+    return status
+
+
+def gather_shapes(path: str, workload_shapeset: str) -> None:
+    """Adds a workload's GEMMs (its default compile's shapeset) to the suite's shapeset:
+    each problem once, in first-measured order."""
+    from matmul_toolkit_inductor.dataset import MMShape, shapeset_document
+
+    problems: dict[tuple[str, Any], None] = {}
+    for source in (path, workload_shapeset):
+        if not os.path.isfile(source):
+            continue
+        with open(source) as f:
+            document = json.load(f)
+        for op, entry in document.get("operations", {}).items():
+            for shape in entry.get("shapes", []):
+                problems.setdefault((op, MMShape.from_dict(shape)))
+    if problems:
+        write_atomically(path, json.dumps(shapeset_document(list(problems)), indent=1) + "\n")
+
+
+def load_record(path: str) -> Optional[dict[str, Any]]:
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        return record if isinstance(record, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def workload_line(name: str, results: dict[str, Any]) -> str:
+    parts = [name]
+    for variant, r in results.items():
+        if summary.usable(r):
+            parts.append(f"{variant} {r['ms']:.3f} ms / {r['compile_s']:.1f} s")
+        else:
+            parts.append(f"{variant} FAILED ({str(r.get('error', '?'))[:120]})")
+    return " | ".join(parts)
+
+
+# -------------------------------------------------------------------------------- child
+@dataclass
+class Measured:
+    result: dict[str, Any]
+    recorder: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def environment(torch: Any) -> dict[str, Any]:
+    import torchvision
+    import transformers
+    import triton
+
+    commit = subprocess.run(["git", "-C", SOURCE_DIR, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+            "cuda": torch.version.cuda, "transformers": transformers.__version__,
+            "torchvision": torchvision.__version__, "python": sys.version.split()[0], "toolkit_commit": commit,
+            "timing": "median of rounds of back-to-back calls between CUDA events, CUDA graphs (cudagraph trees), "
+                      "compile = first call with fresh caches after a warm-up compile"}
+
+
+def relative_error(torch: Any, out: Any, ref: Any) -> float:
+    out, ref = out.float(), ref.float()
+    scale = ref.norm().item()
+    return (out - ref).norm().item() / scale if scale > 0 else (out - ref).norm().item()
+
+
+def time_calls(torch: Any, call: Callable[[], Any], rounds: int, calls: int) -> list[float]:
+    """Per-call milliseconds of each round."""
+    for _ in range(WARM_UP_CALLS):
+        torch.compiler.cudagraph_mark_step_begin()
+        call()
+    times = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            torch.compiler.cudagraph_mark_step_begin()
+            call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return times
+
+
+def profiled_kernels(torch: Any, call: Callable[[], Any], calls: int) -> list[tuple[str, float]]:
+    """The device kernels (and copies) of `calls` calls, in start order: (name, µs)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            torch.compiler.cudagraph_mark_step_begin()
+            call()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+              and not getattr(e, "is_user_annotation", False) and "#" not in e.name]
+    events.sort(key=lambda e: e.time_range.start)
+    return [(e.name, float(e.device_time)) for e in events]
+
+
+@contextlib.contextmanager
+def suspect_settings(variant: Variant) -> Iterator[None]:
+    """The +noflush, +gated and +biasaddmm settings, which are patches, not Inductor options."""
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    from matmul_toolkit_inductor.timing import gated_benchmarks
+
+    undo: list[Callable[[], None]] = []
+    stack = contextlib.ExitStack()
+    if "+gated" in variant.settings:
+        stack.enter_context(gated_benchmarks())
+        undo.append(stack.close)
+    if "+noflush" in variant.settings:
+        # The benchmarker zeroes a buffer of its L2 size before every timed run; 4 bytes keep
+        # the call and drop the flush.
+        had = "L2_cache_size" in vars(benchmarker)
+        old = vars(benchmarker).get("L2_cache_size")
+        benchmarker.L2_cache_size = 4
+        undo.append(lambda: setattr(benchmarker, "L2_cache_size", old) if had else vars(benchmarker).pop("L2_cache_size", None))
+    if "+biasaddmm" in variant.settings:
+        from torch._inductor.choices import InductorChoices
+        from torch._inductor.virtualized import V
+
+        class BiasAddmmOnly(InductorChoices):
+            def get_template_configs(self, kernel_inputs: Any, templates: list[Any], op_name: str,
+                                     kwarg_overrides: Any = None) -> Any:
+                uids = [getattr(t, "uid", None) for t in templates]
+                if op_name == "addmm" and "aten::bias_addmm" in uids:
+                    templates = [t for t in templates if getattr(t, "uid", None) != "aten::addmm"]
+                return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+
+        V.set_choices_handler(BiasAddmmOnly())
+        undo.append(lambda: V.set_choices_handler(InductorChoices()))
+    try:
+        yield
+    finally:
+        for step in reversed(undo):
+            step()
+
+
+def export_table(args: argparse.Namespace, shapeset: str, policy: Optional[str], folder: str) -> tuple[str, float]:
+    """Runs export-lut on the workload's shapeset; (table path, seconds)."""
+    label = policy or "default"
+    table = os.path.join(folder, f"lut_{label}.json")
+    command = [args.mmt, "export-lut", "--model", args.model, "--shapeset", shapeset, "--lut-format", "inductor",
+               "--output", table]
+    if policy:
+        command += ["--policy", policy]
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise RuntimeError(f"export-lut failed (exit {done.returncode}): {lines[-1] if lines else ''}")
+    print(done.stdout.strip(), flush=True)
+    return table, time.monotonic() - start
+
+
+def isolated_aten_ms(torch: Any, records: list[dict[str, Any]], cache: dict[str, tuple[float, float]]) -> None:
+    """For records that kept ATen: the ATen call alone on fresh operands of the problem's
+    layout, timed by Inductor's benchmarker (benchmark_ms["aten"], where Inductor timed
+    nothing) and without the host's launch (gated_ms, timing.GatedTimer); both flush L2."""
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    from matmul_toolkit_inductor.dataset import parse_op_key
+    from matmul_toolkit_inductor.timing import GatedTimer
+
+    timer = GatedTimer(torch, torch.device("cuda", torch.cuda.current_device()))
+    for r in records:
+        if r.get("shape") is None or r.get("chosen") != "aten":
+            continue
+        s, key = r["shape"], f"{r['op']} {json.dumps(r['shape'], sort_keys=True)}"
+        if key not in cache:
+            op, layout = parse_op_key(r["op"])
+            dtype = getattr(torch, s["M_dtype"])
+            batch = [s["B"]] if op == "bmm" else []
+
+            def matrix(rows: int, cols: int, transposed: bool) -> Any:
+                shape = [*batch, cols, rows] if transposed else [*batch, rows, cols]
+                m = torch.randn(shape, device="cuda").to(dtype)
+                return m.transpose(-1, -2) if transposed else m
+
+            a, b = matrix(s["M"], s["K"], layout[0] == "t"), matrix(s["K"], s["N"], layout[1] == "t")
+            if op == "addmm":
+                bias = torch.randn(s["N"], device="cuda").to(dtype)
+                fn: Callable[[], Any] = lambda: torch.addmm(bias, a, b)  # noqa: E731
+            else:
+                fn = (lambda: torch.bmm(a, b)) if op == "bmm" else (lambda: torch.mm(a, b))
+            cache[key] = float(benchmarker.benchmark_gpu(fn)), min(timer.timed_runs(fn))
+        if "aten" not in r["benchmark_ms"]:
+            r["benchmark_ms"]["aten"] = cache[key][0]
+            r["isolated_by"] = "suite (Inductor's benchmarker)"
+        r["gated_ms"] = cache[key][1]
+
+
+def warm_up(torch: Any) -> None:
+    """One untimed compile, so that process start-up (imports, Inductor's compile workers)
+    is charged to no variant."""
+    layer = torch.nn.Linear(64, 64, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(8, 64, device="cuda", dtype=torch.bfloat16)
+    torch.compile(layer, options={"triton.cudagraphs": True})(x)
+    torch.cuda.synchronize()
+    torch._dynamo.reset()
+
+
+def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Variant, ref: Any,
+                    tables: dict[Optional[str], str], aten_cache: dict[str, tuple[float, float]]) -> Measured:
+    from torch._inductor.utils import fresh_cache
+
+    from matmul_toolkit_inductor import lut
+    from matmul_toolkit_inductor.recorder import GemmRecorder
+
+    result: dict[str, Any] = {"ms": None, "compile_s": None, "compile_kwargs": json.dumps(v.compile_kwargs())}
+    measured = Measured(result)
+    torch._dynamo.reset()
+    instance = W.build(torch, w, seed=SEED)
+    table_ctx: Any = contextlib.nullcontext()
+    if v.base == "ours":
+        table_path = tables.get(v.policy)
+        if table_path is None:
+            raise RuntimeError(f"no table for policy {v.policy or 'default'} (the default variant records the GEMMs)")
+        result["table"] = os.path.relpath(table_path, args.out)
+        lut.TABLE_HITS.hits = lut.TABLE_HITS.misses = 0
+        lut.TABLE_HITS.missed = []
+        table_ctx = lut.using_table(table_path)
+    with fresh_cache(), table_ctx, suspect_settings(v):
+        recorder = GemmRecorder()
+        compiled = torch.compile(instance.module, **v.compile_kwargs())
+        with recorder:
+            start = time.perf_counter()
+            out = instance.call(compiled)
+            torch.cuda.synchronize()
+            result["compile_s"] = time.perf_counter() - start
+        measured.recorder = recorder
+        if v.base == "ours":
+            result["lookups"] = {"hits": lut.TABLE_HITS.hits, "misses": lut.TABLE_HITS.misses,
+                                 "missed": list(lut.TABLE_HITS.missed)}
+        result["max_rel_error"] = relative_error(torch, out, ref)
+        del out
+        if result["max_rel_error"] >= MAX_REL_ERROR:
+            result["error"] = f"wrong result: relative error {result['max_rel_error']:.1e} against eager"
+        rounds = time_calls(torch, lambda: instance.call(compiled), args.rounds, args.calls)
+        result["rounds_ms"] = rounds
+        if "error" not in result:
+            result["ms"] = sorted(rounds)[len(rounds) // 2]
+        records = [r.to_dict() for r in recorder.records]
+        result["gemms"] = {"lowered": len(records),
+                           "chosen": {k: sum(1 for r in records if str(r["chosen"]) == k)
+                                      for k in sorted({str(r["chosen"]) for r in records})}}
+        if args.profile_calls:
+            kernels = profiled_kernels(torch, lambda: instance.call(compiled), args.profile_calls)
+            isolated_aten_ms(torch, records, aten_cache)
+            result["in_graph"] = ingraph.report(kernels, args.profile_calls, records)
+    del compiled, instance
+    cleanup(torch)
+    return measured
+
+
+def cleanup(torch: Any) -> None:
+    import gc
+
+    torch._dynamo.reset()
+    with contextlib.suppress(Exception):
+        from torch._inductor import cudagraph_trees
+
+        cudagraph_trees.reset_cudagraph_trees()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
+def eager_reference(torch: Any, w: W.Workload) -> tuple[Any, float]:
+    """The eager output (a float32 copy) and the eager call's time (ms, one call after one
+    warm-up; a reference, not a variant)."""
+    instance = W.build(torch, w, seed=SEED)
+    ref = instance.call(instance.module).float().clone()
+    start = time.perf_counter()
+    instance.call(instance.module)
+    torch.cuda.synchronize()
+    ms = 1000 * (time.perf_counter() - start)
+    del instance
+    cleanup(torch)
+    return ref, ms
+
+
+def child_main(args: argparse.Namespace) -> int:
+    import torch
+
+    w = W.by_name([args.child])[0]
+    folder = os.path.join(args.out, w.name)
+    os.makedirs(folder, exist_ok=True)
+    record: dict[str, Any] = {"workload": w.name, "description": w.describe(), "environment": environment(torch),
+                              "variants": {}}
+    for limit in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
+    warm_up(torch)
+    ref, eager_ms = eager_reference(torch, w)
+    record["eager_call_ms"] = eager_ms
+    run = f"{socket.gethostname()}-{os.getpid()}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}"
+    tables: dict[Optional[str], str] = {}
+    aten_cache: dict[str, tuple[float, float]] = {}
+    for v in args.parsed_variants:
+        print(f"{w.name}: {v.name} ...", flush=True)
+        try:
+            measured = measure_variant(torch, args, w, v, ref, tables, aten_cache)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # a variant that fails is a result; the others go on
+            import traceback
+
+            traceback.print_exc()
+            text = str(e).strip().splitlines()
+            measured = Measured({"error": f"{type(e).__name__}: {text[0][:300] if text else ''}"})
+            cleanup(torch)
+        record["variants"][v.name] = measured.result
+        if v.name == "default" and measured.recorder is not None:
+            shapeset = os.path.join(folder, "shapeset.json")
+            record["gemm_problems"] = measured.recorder.save_shapeset(shapeset)
+            if args.mmt:
+                for policy in dict.fromkeys(x.policy for x in args.parsed_variants if x.base == "ours"):
+                    try:
+                        tables[policy], seconds = export_table(args, shapeset, policy, folder)
+                        record.setdefault("export_s", {})[policy or "default"] = seconds
+                    except RuntimeError as e:
+                        print(f"{w.name}: {e}", flush=True)
+        print(f"{w.name}: {v.name}: {json.dumps({k: measured.result.get(k) for k in ('ms', 'compile_s', 'error')})}",
+              flush=True)
+        stamp_run(record["variants"], run)
+        write_atomically(args.record, json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+def stamp_run(variants: dict[str, dict[str, Any]], run: str) -> None:
+    """Marks every variant with this process's run and its default compile's times, so that
+    variants measured in different runs compare through their own defaults (summary.compare)."""
+    default = variants.get("default", {})
+    for result in variants.values():
+        result["run"] = run
+        if summary.usable(default):
+            result["default_ms"], result["default_compile_s"] = default["ms"], default["compile_s"]
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        if args.child:
+            return child_main(args)
+        return run_parent(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

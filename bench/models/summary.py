@@ -1,0 +1,176 @@
+"""The suite's arithmetic: each variant's speed and compile time against default torch.compile
+and max-autotune, per workload and over the suite, and the issue's targets. Plain Python over
+the results document ({"workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}})."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Optional
+
+DEFAULT = "default"
+MAX_AUTOTUNE = "max_autotune"
+
+# What `ours` must reach on every workload (the whole-model issue).
+TARGETS = {"speed_vs_default_min": 0.99, "speed_vs_default_geomean": 1.03,
+           "speed_vs_max_autotune_min": 1.00, "compile_vs_default_max": 1.3}
+
+
+def usable(result: Optional[dict[str, Any]]) -> bool:
+    """A variant's result that counts: timed, compiled, and checked against eager."""
+    return (bool(result) and not result.get("error") and isinstance(result.get("ms"), (int, float))
+            and result["ms"] > 0 and isinstance(result.get("compile_s"), (int, float)))
+
+
+def geomean(values: list[float]) -> Optional[float]:
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+
+
+def ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional[float]:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def relative_to_default(result: dict[str, Any]) -> Optional[tuple[float, float]]:
+    """(ms, compile s) over those of the default compile measured in the same process."""
+    if not isinstance(result.get("default_ms"), (int, float)) or not isinstance(result.get("default_compile_s"),
+                                                                                (int, float)):
+        return None
+    if result["default_ms"] <= 0 or result["default_compile_s"] <= 0:
+        return None
+    return result["ms"] / result["default_ms"], result["compile_s"] / result["default_compile_s"]
+
+
+def compare(results: dict[str, dict[str, Any]], variant: str, reference: str) -> Optional[dict[str, float]]:
+    """One workload's `variant` against `reference`: speed (reference ms / variant ms: > 1 is
+    faster) and compile (variant s / reference s: < 1 compiles faster); None unless both count.
+    Two results of different runs (another process, maybe another machine) are compared
+    through each one's own default compile: (reference / its default) / (variant / its default)."""
+    v, r = results.get(variant), results.get(reference)
+    if not usable(v) or not usable(r) or v is None or r is None:
+        return None
+    if v.get("run") != r.get("run"):
+        rv, rr = relative_to_default(v), relative_to_default(r)
+        if rv is not None and rr is not None:
+            return {"speed": rr[0] / rv[0], "compile": rv[1] / rr[1]}
+    return {"speed": r["ms"] / v["ms"], "compile": ratio(v["compile_s"], r["compile_s"]) or math.nan}
+
+
+def variant_names(document: dict[str, Any]) -> list[str]:
+    """Every variant in the document, default first, max-autotune second, then first-seen order."""
+    names: dict[str, None] = {DEFAULT: None, MAX_AUTOTUNE: None}
+    for results in document.get("workloads", {}).values():
+        for name in results:
+            names.setdefault(name)
+    present = {n for results in document.get("workloads", {}).values() for n in results}
+    return [n for n in names if n in present]
+
+
+def summarize(document: dict[str, Any]) -> dict[str, Any]:
+    """Per variant: per-workload ratios against default and max-autotune, their geomeans and
+    extremes, and (for every variant but the references) which targets it meets."""
+    workloads = document.get("workloads", {})
+    out: dict[str, Any] = {}
+    for variant in variant_names(document):
+        rows = {}
+        for name, results in workloads.items():
+            if variant not in results:
+                continue
+            vs_default = compare(results, variant, DEFAULT)
+            vs_autotune = compare(results, variant, MAX_AUTOTUNE)
+            rows[name] = {"speed_vs_default": vs_default and vs_default["speed"],
+                          "compile_vs_default": vs_default and vs_default["compile"],
+                          "speed_vs_max_autotune": vs_autotune and vs_autotune["speed"],
+                          "compile_vs_max_autotune": vs_autotune and vs_autotune["compile"]}
+        column = {key: [r[key] for r in rows.values() if r[key] is not None]
+                  for key in ("speed_vs_default", "compile_vs_default", "speed_vs_max_autotune",
+                              "compile_vs_max_autotune")}
+        entry: dict[str, Any] = {
+            "workloads": rows,
+            "measured": sum(1 for n, r in workloads.items() if usable(r.get(variant))),
+            "failed": sorted(n for n, r in workloads.items() if variant in r and not usable(r[variant])),
+            "speed_vs_default_geomean": geomean(column["speed_vs_default"]),
+            "speed_vs_default_min": min(column["speed_vs_default"], default=None),
+            "speed_vs_max_autotune_geomean": geomean(column["speed_vs_max_autotune"]),
+            "speed_vs_max_autotune_min": min(column["speed_vs_max_autotune"], default=None),
+            "compile_vs_default_max": max(column["compile_vs_default"], default=None),
+            "compile_vs_max_autotune_max": max(column["compile_vs_max_autotune"], default=None),
+        }
+        if variant not in (DEFAULT, MAX_AUTOTUNE):
+            entry["targets"] = targets_met(entry, len(workloads))
+        out[variant] = entry
+    return out
+
+
+def targets_met(entry: dict[str, Any], workloads: int) -> dict[str, Optional[bool]]:
+    """Which of TARGETS a variant's summary meets; None where it cannot be told yet (a
+    workload unmeasured against a reference)."""
+    rows = entry["workloads"].values()
+    complete_default = len(rows) == workloads and all(r["speed_vs_default"] is not None for r in rows)
+    complete_autotune = len(rows) == workloads and all(r["speed_vs_max_autotune"] is not None for r in rows)
+
+    def check(value: Optional[float], ok: bool, complete: bool) -> Optional[bool]:
+        if value is None:
+            return None
+        return ok if complete or not ok else None  # a miss is a miss; a pass needs every workload
+
+    return {
+        "speed_vs_default_min": check(entry["speed_vs_default_min"], (entry["speed_vs_default_min"] or 0)
+                                      >= TARGETS["speed_vs_default_min"], complete_default),
+        "speed_vs_default_geomean": check(entry["speed_vs_default_geomean"], (entry["speed_vs_default_geomean"] or 0)
+                                          >= TARGETS["speed_vs_default_geomean"], complete_default),
+        "speed_vs_max_autotune_min": check(entry["speed_vs_max_autotune_min"], (entry["speed_vs_max_autotune_min"] or 0)
+                                           >= TARGETS["speed_vs_max_autotune_min"], complete_autotune),
+        "compile_vs_default_max": check(entry["compile_vs_default_max"], (entry["compile_vs_default_max"] or math.inf)
+                                        <= TARGETS["compile_vs_default_max"], complete_default),
+    }
+
+
+def fmt(value: Optional[float], spec: str = ".3f") -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:{spec}}"
+
+
+def table(document: dict[str, Any]) -> str:
+    """A Markdown table: per workload each variant's runtime and compile time, and its speed
+    against default and max-autotune."""
+    variants = variant_names(document)
+    header = ["workload"] + [f"{v}: ms, compile s" for v in variants] + \
+             [f"{v} speed vs default / vs max-autotune" for v in variants if v != DEFAULT]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, results in document.get("workloads", {}).items():
+        cells = [name]
+        for v in variants:
+            r = results.get(v)
+            if r is None:
+                cells.append("not run")
+            elif not usable(r):
+                cells.append("failed")
+            else:
+                cells.append(f"{r['ms']:.3f}, {r['compile_s']:.1f}")
+        for v in variants:
+            if v == DEFAULT:
+                continue
+            d = compare(results, v, DEFAULT)
+            a = compare(results, v, MAX_AUTOTUNE) if v != MAX_AUTOTUNE else None
+            cells.append(f"{fmt(d and d['speed'])} / {fmt(a and a['speed'])}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def overview(summary: dict[str, Any]) -> str:
+    """One line per variant: its geomeans and extremes against both references."""
+    lines = []
+    for variant, s in summary.items():
+        line = (f"{variant}: {s['measured']} workloads; speed vs default geomean {fmt(s['speed_vs_default_geomean'])} "
+                f"(min {fmt(s['speed_vs_default_min'])}), vs max-autotune geomean "
+                f"{fmt(s['speed_vs_max_autotune_geomean'])} (min {fmt(s['speed_vs_max_autotune_min'])}); compile vs "
+                f"default at most {fmt(s['compile_vs_default_max'], '.2f')}x, vs max-autotune at most "
+                f"{fmt(s['compile_vs_max_autotune_max'], '.2f')}x")
+        if s["failed"]:
+            line += f"; failed: {', '.join(s['failed'])}"
+        if "targets" in s:
+            marks = {True: "met", False: "MISSED", None: "open"}
+            line += "; targets: " + ", ".join(f"{k} {marks[v]}" for k, v in s["targets"].items())
+        lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,493 @@
+"""bench/models (the whole-model suite) without a GPU: the workload definitions, the variant
+grammar, the summary arithmetic, the in-graph attribution and the parent's resume, the last
+against a fake workload process. The real run needs torch, transformers and a GPU; it is
+skipped here, visibly."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+import textwrap
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+SUITE_DIR = SOURCE_DIR / "bench" / "models"
+
+
+def load(name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, SUITE_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+W = load("workloads")
+S = load("summary")
+G = load("ingraph")
+suite = load("suite")
+
+
+# ------------------------------------------------------------------------------ workloads
+def test_the_suite_covers_the_model_kinds_the_issue_names() -> None:
+    W.check()
+    names = [w.name for w in W.WORKLOADS]
+    assert len(names) >= 10 and len(set(names)) == len(names)
+    families = {w.family for w in W.WORKLOADS}
+    assert {"decoder", "encoder", "encoder-decoder", "vision", "mixture-of-experts"} <= families
+    models = {w.model for w in W.WORKLOADS}
+    assert {"LlamaForCausalLM", "GPT2LMHeadModel", "BertModel", "vit_b_16"} <= models
+    assert models & {"Qwen2ForCausalLM", "MistralForCausalLM"}
+    assert models & {"T5ForConditionalGeneration", "WhisperForConditionalGeneration"}
+    assert models & {"swin_t", "convnext_tiny"}
+    tags = {t for w in W.WORKLOADS for t in w.tags}
+    assert {"prefill", "decode"} <= tags
+    assert any(w.dtype == "float16" for w in W.WORKLOADS)
+    assert [w.mode for w in W.WORKLOADS].count(W.TRAINING) >= 1
+
+
+def test_by_name_keeps_suite_order_and_refuses_unknown_names() -> None:
+    assert [w.name for w in W.by_name(["vit_b_16", "llama_prefill"])] == ["llama_prefill", "vit_b_16"]
+    assert W.by_name(None) == list(W.WORKLOADS)
+    with pytest.raises(W.WorkloadError, match="unknown workload nope"):
+        W.by_name(["nope"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(library="keras"), "unknown library"),
+    (dict(config=None), "config class"),
+    (dict(inputs="audio"), "unknown inputs"),
+    (dict(dtype="int8"), "dtype"),
+    (dict(batch=0), "positive"),
+    (dict(mode=W.TRAINING, inputs=W.IMAGES), "token inputs"),
+])
+def test_check_refuses_inconsistent_definitions(change: dict[str, Any], message: str) -> None:
+    import dataclasses
+
+    good = W.by_name(["bert_base"])[0]
+    with pytest.raises(W.WorkloadError, match=message):
+        W.check((dataclasses.replace(good, **change),))
+    with pytest.raises(W.WorkloadError, match="repeat"):
+        W.check((good, good))
+
+
+class FakeTensor:
+    def __init__(self, shape: tuple[int, ...], kind: str) -> None:
+        self.shape, self.kind, self.device, self.dtype = shape, kind, "cpu", None
+
+    def to(self, device: str = "cpu", dtype: Any = None) -> FakeTensor:
+        self.device, self.dtype = device, dtype or self.dtype
+        return self
+
+
+class FakeTorch:
+    """What workloads.build reads of torch."""
+    bfloat16, float16 = "bf16", "fp16"
+
+    def __init__(self) -> None:
+        self.seeds: list[int] = []
+
+    def manual_seed(self, seed: int) -> None:
+        self.seeds.append(seed)
+
+    @staticmethod
+    def no_grad() -> Any:
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    class Generator:
+        def __init__(self, device: str) -> None:
+            pass
+
+        def manual_seed(self, seed: int) -> Any:
+            return self
+
+    @staticmethod
+    def randint(low: int, high: int, shape: tuple[int, ...], generator: Any = None) -> FakeTensor:
+        return FakeTensor(shape, f"randint<{high}")
+
+    @staticmethod
+    def rand(shape: tuple[int, ...], generator: Any = None) -> FakeTensor:
+        return FakeTensor(shape, "rand")
+
+
+class FakeModel:
+    def __init__(self, config: Any) -> None:
+        self.config, self.mode = config, None
+
+    def to(self, device: str, dtype: Any) -> FakeModel:
+        self.device, self.dtype = device, dtype
+        return self
+
+    def eval(self) -> FakeModel:
+        self.mode = "eval"
+        return self
+
+    def train(self) -> FakeModel:
+        self.mode = "train"
+        return self
+
+    def __call__(self, **inputs: Any) -> Any:
+        return types.SimpleNamespace(logits=("logits", inputs))
+
+
+def fake_transformers(monkeypatch: pytest.MonkeyPatch, config_class: str, model_class: str) -> None:
+    module = types.ModuleType("transformers")
+
+    class Config(types.SimpleNamespace):
+        pass
+
+    setattr(module, config_class, Config)
+    setattr(module, model_class, FakeModel)
+    monkeypatch.setitem(sys.modules, "transformers", module)
+
+
+def test_build_makes_the_config_and_seeded_token_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = W.by_name(["llama_decode"])[0]
+    fake_transformers(monkeypatch, "LlamaConfig", "LlamaForCausalLM")
+    torch = FakeTorch()
+    instance = W.build(torch, w, device="cuda", seed=5)
+    config = instance.module.config
+    assert config.hidden_size == 2048 and config.num_key_value_heads == 4 and config.vocab_size == 32000
+    assert config._attn_implementation == "sdpa" and config.use_cache is False
+    assert instance.module.mode == "eval" and instance.module.dtype == "bf16" and instance.module.device == "cuda"
+    ids = instance.inputs["input_ids"]
+    assert ids.shape == (16, 1) and ids.kind == "randint<32000" and ids.device == "cuda"
+    assert torch.seeds == [5]
+    assert instance.call(instance.module)[0] == "logits"
+
+
+def test_build_gives_seq2seq_models_decoder_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = W.by_name(["t5_small"])[0]
+    fake_transformers(monkeypatch, "T5Config", "T5ForConditionalGeneration")
+    instance = W.build(FakeTorch(), w)
+    assert instance.inputs["input_ids"].shape == (8, 256)
+    assert instance.inputs["decoder_input_ids"].shape == (8, 64)
+
+
+def test_build_gives_vision_models_images_in_their_dtype(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("torchvision")
+    module.models = types.SimpleNamespace(vit_b_16=lambda weights=None: FakeModel(None))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torchvision", module)
+    instance = W.build(FakeTorch(), W.by_name(["vit_b_16"])[0])
+    assert instance.inputs["x"].shape == (16, 3, 224, 224) and instance.inputs["x"].dtype == "bf16"
+
+
+def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
+    assert W.output_tensor(types.SimpleNamespace(logits=1, last_hidden_state=2)) == 1
+    assert W.output_tensor(types.SimpleNamespace(logits=None, last_hidden_state=2)) == 2
+    assert W.output_tensor((3, 4)) == 3
+    assert W.output_tensor(5) == 5
+
+
+# ------------------------------------------------------------------------------- variants
+@pytest.mark.parametrize("text, base, policy, settings", [
+    ("default", "default", None, ()),
+    ("ours", "ours", None, ()),
+    ("ours@isolated", "ours", "isolated", ()),
+    ("max_autotune_gemm+noepi+noflush", "max_autotune_gemm", None, ("+noepi", "+noflush")),
+    ("max_autotune+gated", "max_autotune", None, ("+gated",)),
+    ("ours@graph+noepi", "ours", "graph", ("+noepi",)),
+])
+def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
+    v = suite.parse_variant(text)
+    assert (v.name, v.base, v.policy, v.settings) == (text, base, policy, settings)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("fast", "BASE"), ("default+noepi", "no settings"), ("max_autotune@graph", "only ours"),
+    ("ours+turbo", "unknown setting"), ("ours+noepi+noepi", "repeats"), ("ours+biasaddmm", "names its ATen"),
+])
+def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
+    with pytest.raises(suite.UsageError, match=message):
+        suite.parse_variant(text)
+
+
+def test_each_base_compiles_with_its_inductor_settings() -> None:
+    def kwargs(text: str) -> dict[str, Any]:
+        return suite.parse_variant(text).compile_kwargs()
+
+    assert kwargs("default") == {"options": {"triton.cudagraphs": True}}
+    assert kwargs("max_autotune") == {"mode": "max-autotune"}
+    assert kwargs("max_autotune_gemm") == {"options": {"triton.cudagraphs": True, "max_autotune_gemm": True}}
+    assert kwargs("ours") == kwargs("max_autotune_gemm")
+    assert kwargs("max_autotune+noepi") == {"options": {"max_autotune": True, "coordinate_descent_tuning": True,
+                                                        "triton.cudagraphs": True, "benchmark_epilogue_fusion": False}}
+    assert kwargs("max_autotune_gemm+flexible")["options"]["max_autotune_allow_flexible_layouts"] is True
+
+
+def test_default_runs_first_because_its_gemms_make_the_tables() -> None:
+    ordered = suite.variant_order([suite.parse_variant(v) for v in ("ours", "max_autotune", "default")])
+    assert [v.name for v in ordered] == ["default", "ours", "max_autotune"]
+
+
+# -------------------------------------------------------------------------------- summary
+def result(ms: float, compile_s: float, **extra: Any) -> dict[str, Any]:
+    return {"ms": ms, "compile_s": compile_s, **extra}
+
+
+DOCUMENT = {"workloads": {
+    "a": {"default": result(2.0, 10.0), "max_autotune": result(2.5, 100.0), "ours": result(1.6, 12.0)},
+    "b": {"default": result(1.0, 20.0), "max_autotune": result(0.8, 80.0), "ours": result(1.0, 30.0)},
+}}
+
+
+def test_speed_and_compile_ratios_against_each_reference() -> None:
+    s = S.summarize(DOCUMENT)
+    a = s["ours"]["workloads"]["a"]
+    assert a["speed_vs_default"] == pytest.approx(1.25) and a["speed_vs_max_autotune"] == pytest.approx(2.5 / 1.6)
+    assert a["compile_vs_default"] == pytest.approx(1.2) and a["compile_vs_max_autotune"] == pytest.approx(0.12)
+    assert s["ours"]["speed_vs_default_geomean"] == pytest.approx(math.sqrt(1.25 * 1.0))
+    assert s["ours"]["speed_vs_default_min"] == pytest.approx(1.0)
+    assert s["ours"]["speed_vs_max_autotune_min"] == pytest.approx(0.8)
+    assert s["ours"]["compile_vs_default_max"] == pytest.approx(1.5)
+    assert s["default"]["speed_vs_default_geomean"] == pytest.approx(1.0)
+    assert "targets" not in s["default"] and "targets" not in s["max_autotune"]
+
+
+def test_targets_say_met_missed_or_open() -> None:
+    targets = S.summarize(DOCUMENT)["ours"]["targets"]
+    assert targets == {"speed_vs_default_min": True, "speed_vs_default_geomean": True,
+                       "speed_vs_max_autotune_min": False, "compile_vs_default_max": False}
+    partial = {"workloads": {"a": DOCUMENT["workloads"]["a"], "b": {"default": result(1.0, 20.0)}}}
+    open_targets = S.summarize(partial)["ours"]["targets"]
+    # A pass needs every workload measured; a miss is a miss already.
+    assert open_targets["speed_vs_default_min"] is None and open_targets["compile_vs_default_max"] is None
+
+
+def test_a_failed_or_wrong_variant_counts_nowhere() -> None:
+    document = {"workloads": {"a": {"default": result(2.0, 10.0), "ours": {"ms": None, "compile_s": 3.0,
+                                                                          "error": "wrong result"}}}}
+    s = S.summarize(document)["ours"]
+    assert s["measured"] == 0 and s["failed"] == ["a"] and s["speed_vs_default_geomean"] is None
+    assert "failed" in S.table(document) and "failed: a" in S.overview(S.summarize(document))
+
+
+def test_the_table_lists_every_variant_with_its_speeds() -> None:
+    text = S.table(DOCUMENT)
+    lines = text.splitlines()
+    assert lines[0].startswith("| workload | default: ms, compile s | max_autotune: ms, compile s | ours: ms")
+    assert "| a | 2.000, 10.0 | 2.500, 100.0 | 1.600, 12.0 | 0.800 / – | 1.250 / 1.562 |" in lines
+
+
+# -------------------------------------------------------------------------------- in graph
+def test_kernels_fall_into_categories_by_name() -> None:
+    assert G.category("triton_tem_fused_addmm_gelu_0") == G.GEMM
+    assert G.category("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT") == G.GEMM
+    assert G.category("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8") == G.GEMM
+    assert G.category("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_tn_align1>(x)") == G.GEMM
+    assert G.category("triton_poi_fused_gelu_view_7") == G.OTHER
+    assert G.category("triton_poi_fused__scaled_dot_product_efficient_attention_view_3") == G.OTHER
+    assert G.category("fmha_cutlassF_bf16_aligned_64x128_rf_sm80(x)") == G.ATTENTION
+    assert G.category("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16") == G.ATTENTION
+    assert G.category("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_cudnn") == G.CONVOLUTION
+    assert G.category("_ZN7cutlass13device_kernelIN2at4cuda6detail25GroupProblemShapeIN4cute") == G.OTHER_GEMM
+    assert G.category("Memcpy DtoD (Device -> Device)") == G.OTHER
+
+
+def test_a_split_k_reduction_belongs_to_the_gemm_before_it() -> None:
+    kernels = [("nvjet_a_splitK_TNT", 5.0), ("void cublasLt::splitKreduce_kernel<32>", 1.0),
+               ("triton_poi_x", 2.0), ("nvjet_b", 3.0)]
+    gemms = G.gemm_kernels(kernels)
+    assert [(g.names, g.us) for g in gemms] == [(["nvjet_a_splitK_TNT", "void cublasLt::splitKreduce_kernel<32>"], 6.0),
+                                                (["nvjet_b"], 3.0)]
+
+
+def test_a_profile_splits_into_identical_calls_with_median_times() -> None:
+    kernels = [("a", 1.0), ("b", 2.0), ("a", 3.0), ("b", 2.0), ("a", 2.0), ("b", 8.0)]
+    assert G.per_call_kernels(kernels, 3) == [("a", 2.0), ("b", 2.0)]
+    with pytest.raises(ValueError, match="do not split"):
+        G.split_calls(kernels[:5], 3)
+    with pytest.raises(ValueError, match="different kernels"):
+        G.split_calls([("a", 1.0), ("b", 1.0)], 2)
+
+
+def record(op: str, M: int, N: int, K: int, chosen: str = "aten", **benchmark: float) -> dict[str, Any]:
+    return {"name": op.split("_")[0], "op": op, "chosen": chosen, "benchmark_ms": dict(benchmark),
+            "shape": {"B": 1, "M": M, "N": N, "K": K, "M_dtype": "bfloat16"}}
+
+
+def test_gemm_kernels_pair_with_the_lowered_gemms_in_order() -> None:
+    call = [("nvjet_x_bias", 30.0), ("triton_poi_fused_gelu", 12.0), ("triton_tem_fused_addmm_1", 40.0),
+            ("nvjet_x_bias", 34.0), ("fmha_kernel", 50.0)]
+    records = [record("addmm_nt", 4096, 3072, 768, aten=0.040), record("addmm_nt", 4096, 768, 3072, "triton",
+                                                                       triton=0.032, aten=0.041),
+               record("addmm_nt", 4096, 3072, 768, aten=0.040)]
+    records[0]["gated_ms"] = records[2]["gated_ms"] = 0.031
+    out = G.report(call, 1, records)
+    assert out["breakdown_us"] == {"gemm": 104.0, "attention": 50.0, "convolution": 0.0, "other_gemm": 0.0,
+                                   "other": 12.0, "total": 166.0}
+    first, second = out["problems"]
+    assert first["problem"] == "addmm_nt 4096x3072x768 bfloat16" and first["count"] == 2 and first["ran"] == "aten"
+    assert first["in_graph_us"] == pytest.approx(32.0) and first["isolated_us"] == pytest.approx(40.0)
+    assert first["in_graph_over_isolated"] == pytest.approx(0.8) and first["gated_us"] == pytest.approx(31.0)
+    assert second["ran"] == "triton" and second["isolated_us"] == pytest.approx(32.0) and second["gated_us"] is None
+    assert second["in_graph_over_isolated"] == pytest.approx(1.25)
+    assert [p["problem"] for p in G.disagreements(out["problems"])] == [first["problem"], second["problem"]]
+
+
+def test_unpaired_gemm_kernels_are_reported_by_name() -> None:
+    out = G.report([("nvjet_x", 3.0), ("nvjet_x", 4.0)], 1, [record("mm", 8, 8, 8)])
+    assert "2 GEMM kernels in a call against 1 GEMMs lowered" in out["unattributed"]
+    assert out["gemm_kernels_by_name"] == {"nvjet_x": {"count": 2, "total_us": 7.0}}
+    assert "error" in G.report([("a", 1.0)], 2, [])
+
+
+# ------------------------------------------------------------------------ resume (parent)
+FAKE_CHILD = textwrap.dedent("""
+    import json, os, sys
+    args = sys.argv[1:]
+    name, record = args[args.index("--child") + 1], args[args.index("--record") + 1]
+    variants = args[args.index("--variants") + 1: args.index("--out")]
+    out = args[args.index("--out") + 1]
+    if os.environ.get("FAIL") == name:
+        sys.exit(3)
+    M = {"llama_prefill": 2048, "bert_base": 4096}.get(name, 64)
+    shape = {"version": 1, "B": 1, "M": M, "M_dtype": "bfloat16", "N": 768, "K": 768, "K_dtype": "bfloat16",
+             "out_dtype": "bfloat16", "out_size": [1, M, 768], "out_stride": [M * 768, 768, 1]}
+    json.dump({"operations": {"mm_nt": {"shapes": [shape]}}}, open(os.path.join(out, name, "shapeset.json"), "w"))
+    with open(os.environ["RUNS"], "a") as f:
+        f.write(name + "\\n")
+    json.dump({"description": name, "environment": {"device": "Fake GPU", "torch": "0"},
+               "variants": {v: {"ms": 1.0 + len(v) / 100, "compile_s": 2.0} for v in variants}}, open(record, "w"))
+""")
+
+
+@pytest.fixture
+def fake_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    child = tmp_path / "child.py"
+    child.write_text(FAKE_CHILD)
+    runs = tmp_path / "runs.txt"
+    runs.write_text("")
+    monkeypatch.setenv("RUNS", str(runs))
+    original = suite.child_command
+
+    def command(args: Any, w: Any, record: str) -> list[str]:
+        return [sys.executable, str(child)] + original(args, w, record)[2:]
+
+    monkeypatch.setattr(suite, "child_command", command)
+    results = tmp_path / "results.json"
+
+    def run(*extra: str) -> int:
+        return suite.main(["--results", str(results), "--out", str(tmp_path / "out"),
+                           "--shapeset", str(tmp_path / "suite_shapes.json"),
+                           "--variants", "default", "max_autotune", *extra])
+
+    return run, results, runs
+
+
+def test_the_parent_resumes_where_it_stopped(fake_suite: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, results, runs = fake_suite
+    monkeypatch.setenv("FAIL", "bert_base")
+    assert run("--workloads", "llama_prefill", "bert_base") == 1
+    document = json.loads(results.read_text())
+    assert document["device"] == "Fake GPU" and document["torch"] == "0"
+    assert document["workloads"]["llama_prefill"]["default"] == {"ms": 1.07, "compile_s": 2.0}
+    assert "exit 3" in document["workloads"]["bert_base"]["default"]["error"]
+    assert runs.read_text().split() == ["llama_prefill"]
+    # The next run measures only what failed; --fresh measures everything again.
+    monkeypatch.delenv("FAIL")
+    assert run("--workloads", "llama_prefill", "bert_base") == 0
+    assert runs.read_text().split() == ["llama_prefill", "bert_base"]
+    assert run("--workloads", "llama_prefill", "bert_base") == 0
+    assert runs.read_text().split() == ["llama_prefill", "bert_base"]
+    assert run("--workloads", "bert_base", "--fresh") == 0
+    assert runs.read_text().split() == ["llama_prefill", "bert_base", "bert_base"]
+    summary = json.loads(results.read_text())["summary"]
+    assert summary["max_autotune"]["measured"] == 2
+    # The suite's shapeset holds each workload's GEMMs once.
+    shapes = json.loads((results.parent / "suite_shapes.json").read_text())["operations"]["mm_nt"]["shapes"]
+    assert [s["M"] for s in shapes] == [2048, 4096]
+
+
+def test_the_report_prints_each_variants_in_graph_gemms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    call = [("nvjet_x_bias", 30.0), ("triton_poi_fused_gelu", 12.0)]
+    document = {"workloads": {"bert_base": {"default": result(1.0, 5.0, in_graph=G.report(
+        call, 1, [record("addmm_nt", 4096, 3072, 768, aten=0.040)]))}}}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(document))
+    assert suite.main(["--report", "--results", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "== bert_base / default: 1.000 ms a call"
+    assert out[1].startswith("   device µs a call: gemm 30.0, attention 0.0")
+    assert "addmm_nt 4096x3072x768 bfloat16" in out[2] and "in graph     30.0 µs, isolated     40.0 µs (0.75x !)" in out[2]
+
+
+def test_a_variant_not_yet_measured_brings_its_workload_back(fake_suite: Any) -> None:
+    run, results, runs = fake_suite
+    assert run("--workloads", "vit_b_16") == 0
+    assert run("--workloads", "vit_b_16", "--variants", "default", "max_autotune", "max_autotune_gemm") == 0
+    assert runs.read_text().split() == ["vit_b_16", "vit_b_16"]
+    assert set(json.loads(results.read_text())["workloads"]["vit_b_16"]) == {"default", "max_autotune",
+                                                                            "max_autotune_gemm"}
+
+
+def test_the_budget_starts_no_workload_after_it(fake_suite: Any) -> None:
+    run, results, runs = fake_suite
+    assert run("--workloads", "llama_prefill", "bert_base", "--budget", "1e-9") == 0
+    assert runs.read_text().split() == ["llama_prefill"]
+
+
+def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert suite.main(["--results", str(bad), "--variants", "default", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {bad}: cannot read the results")
+    assert suite.main(["--variants", "ours", "--out", str(tmp_path)]) == 2
+    assert "error: --mmt: the ours variants need" in capsys.readouterr().err
+    assert suite.main(["--workloads", "nope", "--variants", "default", "--out", str(tmp_path)]) == 2
+    assert "error: --workloads: unknown workload nope" in capsys.readouterr().err
+
+
+def test_the_committed_results_follow_the_documented_format() -> None:
+    path = SUITE_DIR / "results_h200.json"
+    if not path.exists():
+        pytest.skip("bench/models/results_h200.json not measured yet")
+    document = json.loads(path.read_text())
+    assert isinstance(document["device"], str) and isinstance(document["torch"], str)
+    for name, variants in document["workloads"].items():
+        W.by_name([name])
+        for variant, r in variants.items():
+            suite.parse_variant(variant)
+            if S.usable(r):
+                assert r["ms"] > 0 and r["compile_s"] > 0
+
+
+def test_the_suite_on_a_gpu(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed: the suite runs on the GPU machine")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: the suite runs on the GPU machine (bench/models/suite.py)")
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    results = tmp_path / "results.json"
+    assert suite.main(["--workloads", "bert_base", "--variants", "default", "--rounds", "1", "--calls", "2",
+                       "--results", str(results), "--out", str(tmp_path)]) == 0
+    assert S.usable(json.loads(results.read_text())["workloads"]["bert_base"]["default"])
+
+
+def test_variants_of_different_runs_compare_through_their_own_defaults() -> None:
+    results = {"default": result(2.0, 10.0, run="new", default_ms=2.0, default_compile_s=10.0),
+               "ours": result(1.9, 12.0, run="new", default_ms=2.0, default_compile_s=10.0),
+               # an older run on a machine 10 % slower: its default took 2.2 ms
+               "max_autotune": result(2.31, 99.0, run="old", default_ms=2.2, default_compile_s=11.0)}
+    assert S.compare(results, "ours", "default") == {"speed": pytest.approx(2.0 / 1.9),
+                                                     "compile": pytest.approx(1.2)}
+    vs = S.compare(results, "ours", "max_autotune")
+    assert vs["speed"] == pytest.approx((2.31 / 2.2) / (1.9 / 2.0))
+    assert vs["compile"] == pytest.approx((12.0 / 10.0) / (99.0 / 11.0))
+    del results["max_autotune"]["default_ms"]  # nothing to normalise by: the times as they are
+    assert S.compare(results, "ours", "max_autotune")["speed"] == pytest.approx(2.31 / 1.9)
+
+
+def test_each_variant_is_stamped_with_its_runs_default() -> None:
+    variants = {"default": result(2.0, 10.0), "ours": result(1.5, 11.0), "max_autotune": {"error": "x"}}
+    suite.stamp_run(variants, "host-1-20261201T000000Z")
+    assert all(v["run"] == "host-1-20261201T000000Z" for v in variants.values())
+    assert variants["ours"]["default_ms"] == 2.0 and variants["max_autotune"]["default_compile_s"] == 10.0
