@@ -54,5 +54,12 @@ TEST(Shapesets, TransformerCountsMatchTheReadme) {
     EXPECT_EQ(shapes_of(set, "bmm"), 24u);
 }
 
+TEST(Shapesets, ModelSuiteHoldsRealModelGemmsInTheirLayouts) {
+    const auto set = core::load_shapeset(kData + "/shapesets/model_suite.json");
+    // A Linear's weight is a transposed view: the suite's GEMMs are mostly mm_nt / addmm_nt.
+    EXPECT_GT(shapes_of(set, "mm_nt"), 0u);
+    EXPECT_GT(set.num_shapes(), shapes_of(set, "mm_nt"));  // and others (the rotary mm)
+}
+
 }  // namespace
 }  // namespace mmt
