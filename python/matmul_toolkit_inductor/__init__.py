@@ -1,8 +1,12 @@
 """matmul_toolkit's Python side: what only Python reaches (PyTorch Inductor).
 
+- use_model (model_hook.py): the model picks every GEMM inside torch.compile, through
+  libmmt_rank.so (rank_library.py); `python3 -m matmul_toolkit_inductor.recommend` ranks
+  with it, no torch needed.
 - MatmulDatasetCollector (collector.py): records Inductor's mm/addmm/bmm autotuning as a
-  matmul_toolkit / torch-diode dataset.
-- use_table (lut.py): installs an `export-lut --lut-format inductor` table into Inductor.
+  matmul_toolkit / torch-diode dataset; GemmRecorder (recorder.py): the GEMMs any compile
+  lowers, as a shapeset.
+- use_table, using_table (lut.py): install an `export-lut --lut-format inductor` table.
 - dataset.py: the dataset file encoder/decoder (standard library only).
 - collect_script.py, worker.py: the processes `matmul_toolkit` starts.
 
@@ -15,8 +19,13 @@ import importlib
 from typing import Any
 
 _LAZY = {
+    "use_model": "model_hook",
+    "ModelHook": "model_hook",
+    "RankModel": "rank_library",
     "MatmulDatasetCollector": "collector",
+    "GemmRecorder": "recorder",
     "use_table": "lut",
+    "using_table": "lut",
     "load_table": "lut",
     "Dataset": "dataset",
 }

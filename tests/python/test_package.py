@@ -12,9 +12,11 @@ SOURCE_DIR = Path(__file__).resolve().parents[2]
 CHECK = """
 import sys
 import matmul_toolkit_inductor as m
-from matmul_toolkit_inductor import choices, collect_script, collector, dataset, lut, protocol
+from matmul_toolkit_inductor import (choices, collect_script, collector, dataset, lut, model_hook, protocol,
+                                     rank_library, recommend, recorder, timing)
 assert m.MatmulDatasetCollector is collector.MatmulDatasetCollector
 assert m.use_table is lut.use_table
+assert m.use_model is model_hook.use_model and m.GemmRecorder is recorder.GemmRecorder
 assert "torch" not in sys.modules, "torch was imported"
 print("ok")
 """

@@ -1,0 +1,288 @@
+"""use_model(): the model picks every GEMM inside torch.compile, with no table and no shapes
+known ahead.
+
+    import matmul_toolkit_inductor as mmt
+    mmt.use_model()
+    model = torch.compile(model, options={"max_autotune_gemm": True, "triton.cudagraphs": True})
+
+Inductor (torch 2.11) asks its choices handler for each GEMM's candidates
+(InductorChoices.get_template_configs -> _finalize_template_configs). use_model installs a
+subclass of Inductor's LookupTableChoices whose lookup asks the model instead of a table: the
+GEMM's problem (op, layout from the strides, sizes, dtypes) goes to libmmt_rank.so's decision
+policy, the one `export-lut` writes tables with, and its entries come back as the lookup's
+hit. Per GEMM that is ATen alone, one Triton config (compiled, never benchmarked), or a few
+entries with ATen that Inductor benchmarks, as the policy decides.
+- Ops: mm, addmm (its ATen choice as aten::bias_addmm where the policy says so), bmm,
+  baddbmm (ranked as the bmm it is), int_mm (an int8 mm), in every layout.
+- Symbolic sizes are ranked at Inductor's size hints, the example inputs' sizes.
+- The Triton templates are offered only with `max_autotune_gemm` (or mode max-autotune). Without
+  them the hook finds no kernel to pick, and Inductor's own choices (ATen) stay.
+- The handler is set for the calling thread and as config.inductor_choices_class for every
+  other compile thread.
+- The model's sha256 goes into torch.compiler.config.cache_key_tag, so a graph cached with
+  other picks is not reused. A cached graph skips lowering, and with it the hook.
+
+Nothing here may break a user's compile: any error in the hook falls back to Inductor's own
+choices for that GEMM and warns once. What cannot work is refused at use_model():
+- a missing, corrupt or foreign model file is one clear error there;
+- a GPU other than the model's hardware gets a warning and Inductor's defaults, unless
+  force=True.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .choices import dtype_name, operand_layout
+from .dataset import KNOWN_DTYPES, op_key
+from .rank_library import RankLibraryError, RankModel
+
+log = logging.getLogger(__name__)
+
+# Inductor's op names -> the model's op (baddbmm is a bmm plus a bias; int_mm an int8 mm).
+GEMM_OPS = {"mm": "mm", "addmm": "addmm", "bmm": "bmm", "baddbmm": "bmm", "int_mm": "mm"}
+# The ATen choice of an op whose extern kernel is not the model's op's.
+ATEN_UIDS = {"baddbmm": {"aten::bmm": "aten::baddbmm"}, "int_mm": {"aten::mm": "aten::_int_mm"}}
+
+
+class ModelHookError(ValueError):
+    """use_model() cannot install the model: the message says why, in one line."""
+
+
+@dataclass
+class Decision:
+    """What the hook answered for one GEMM."""
+    op_name: str                    # Inductor's: mm, addmm, bmm, baddbmm, int_mm
+    problem: str                    # "mm_nt 2048x5632x2048 bfloat16"
+    decision: str                   # the policy's ("kernel", "aten", "pair") or "fallback"
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    predicted_ms: list[float] = field(default_factory=list)
+    why: str = ""                   # a fallback's reason
+
+    def line(self) -> str:
+        if self.decision == "fallback":
+            return f"{self.op_name} {self.problem}: Inductor's own choices ({self.why})"
+        parts = []
+        for entry, ms in zip(self.entries, self.predicted_ms or [None] * len(self.entries)):
+            config = entry["template_id"]
+            if "BLOCK_M" in entry:
+                config += (f" {entry['BLOCK_M']}x{entry['BLOCK_N']}x{entry['BLOCK_K']} g{entry.get('GROUP_M')} "
+                           f"s{entry['num_stages']} w{entry['num_warps']}")
+            parts.append(config + ("" if ms is None else f" ({ms:.4g} ms)"))
+        return f"{self.op_name} {self.problem}: {self.decision}: {', '.join(parts)}"
+
+
+def problem_of(kernel_inputs: Any, op_name: str) -> Optional[tuple[str, dict[str, Any]]]:
+    """(the model's op key with its layout, a shapeset shape) of one GEMM from Inductor's
+    MMKernelInputs, at Inductor's size hints; None for an op or dtype the model has no rows for."""
+    op = GEMM_OPS.get(op_name)
+    if op is None:
+        return None
+    shapes, strides = kernel_inputs.shapes_hinted(), kernel_inputs.strides_hinted()
+    dtypes = kernel_inputs.dtypes()
+    i1, i2 = getattr(kernel_inputs, "_mat1_idx", -2), getattr(kernel_inputs, "_mat2_idx", -1)
+    size1, size2 = [int(v) for v in shapes[i1]], [int(v) for v in shapes[i2]]
+    rank = 3 if op == "bmm" else 2
+    if len(size1) != rank or len(size2) != rank:
+        return None
+    B = size1[0] if op == "bmm" else 1
+    M, K, N = size1[-2], size1[-1], size2[-1]
+    a_dtype, b_dtype = dtype_name(dtypes[i1]), dtype_name(dtypes[i2])
+    out_dtype = dtype_name(kernel_inputs.out_dtype())
+    if op_name == "int_mm":
+        if (a_dtype, b_dtype) != ("int8", "int8"):
+            return None
+    elif a_dtype != b_dtype:
+        return None
+    if a_dtype not in KNOWN_DTYPES or min(B, M, N, K) < 1:
+        return None
+    layout = (operand_layout(size1, [int(v) for v in strides[i1]])
+              + operand_layout(size2, [int(v) for v in strides[i2]]))
+    shape = {"version": 1, "B": B, "M": M, "M_dtype": a_dtype, "N": N, "K": K, "K_dtype": b_dtype,
+             "out_dtype": out_dtype, "out_size": [B, M, N], "out_stride": [M * N, N, 1]}
+    return op_key(op, layout), shape
+
+
+def label(key: str, shape: dict[str, Any]) -> str:
+    dims = (f"{shape['B']}x" if shape["B"] > 1 else "") + f"{shape['M']}x{shape['N']}x{shape['K']}"
+    return f"{key} {dims} {shape['M_dtype']}"
+
+
+class ModelHook:
+    """The model's answers to Inductor, and what it answered (explain()). A context manager:
+    leaving the block uninstalls it."""
+
+    def __init__(self, model: Any, policy: Optional[str] = None, search_space: str = "DEFAULT") -> None:
+        self.model = model
+        self.policy = policy
+        self.search_space = search_space
+        self.decisions: list[Decision] = []
+        self.installed = False
+        self._answers: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._warned = False
+        self._undo: list[Callable[[], None]] = []
+
+    # --- what Inductor calls (through ModelChoices.lookup_template_configs) ------------
+
+    def lookup(self, kernel_inputs: Any, op_name: str, template_uids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """The model's entries for one GEMM by template uid, as a lookup-table hit; {} (a
+        miss: Inductor's own choices) for what the model does not rank, or on any error."""
+        try:
+            problem = problem_of(kernel_inputs, op_name)
+            if problem is None:
+                return {}
+            key, shape = problem
+            answer = self._decide(key, shape)
+            rename = ATEN_UIDS.get(op_name, {})
+            found: dict[str, list[dict[str, Any]]] = {}
+            for entry in answer["entries"]:
+                uid = rename.get(entry["template_id"], entry["template_id"])
+                if uid not in template_uids:
+                    self._note(Decision(op_name, label(key, shape), "fallback",
+                                        why=f"{uid} is not offered (GEMM autotuning off: max_autotune_gemm)"))
+                    return {}
+                found.setdefault(uid, []).append({k: v for k, v in entry.items() if k != "template_id"})
+            self._note(Decision(op_name, label(key, shape), answer.get("decision", "?"),
+                                [dict(e, template_id=rename.get(e["template_id"], e["template_id"]))
+                                 for e in answer["entries"]], list(answer.get("predicted_ms", []))))
+            return found
+        except Exception as e:  # a user's compile must never fail here
+            self._fallback_warning(op_name, e)
+            return {}
+
+    def _decide(self, key: str, shape: dict[str, Any]) -> dict[str, Any]:
+        request: dict[str, Any] = {"op": key, "shape": shape, "search_space": self.search_space}
+        if self.policy:
+            request["policy"] = self.policy
+        cache_key = json.dumps(request, sort_keys=True)
+        with self._lock:
+            answer = self._answers.get(cache_key)
+        if answer is None:
+            answer = self.model.decide(request)
+            with self._lock:
+                self._answers[cache_key] = answer
+        return answer
+
+    def _note(self, decision: Decision) -> None:
+        with self._lock:
+            self.decisions.append(decision)
+
+    def _fallback_warning(self, op_name: str, error: Exception) -> None:
+        self._note(Decision(op_name, "?", "fallback", why=f"{type(error).__name__}: {error}"))
+        with self._lock:
+            warned, self._warned = self._warned, True
+        if not warned:
+            warnings.warn(f"matmul_toolkit: use_model could not decide a GEMM ({type(error).__name__}: {error}); "
+                          "Inductor's own choices are used where that happens (explain() lists them)",
+                          RuntimeWarning, stacklevel=2)
+        log.debug("use_model: fallback for %s", op_name, exc_info=True)
+
+    # --- for the user --------------------------------------------------------------------
+
+    def explain(self) -> str:
+        """Every decision so far, one line each: the problem, the entries, predicted times."""
+        with self._lock:
+            decisions = list(self.decisions)
+        if not decisions:
+            return "use_model: no GEMM decided yet"
+        counts: dict[str, int] = {}
+        for d in decisions:
+            counts[d.decision] = counts.get(d.decision, 0) + 1
+        head = "use_model: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        return "\n".join([head, *(d.line() for d in decisions)])
+
+    def uninstall(self) -> None:
+        """Puts back Inductor's choices handler, choices class and cache key tag."""
+        while self._undo:
+            self._undo.pop()()
+        self.installed = False
+
+    def __enter__(self) -> ModelHook:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.uninstall()
+
+
+def model_choices_class(base: type, hook: ModelHook) -> type:
+    """A subclass of Inductor's LookupTableChoices `base` whose lookup asks `hook`."""
+
+    class ModelChoices(base):  # type: ignore[misc, valid-type]
+        def lookup_template_configs(self, kernel_inputs: Any, op_name: str, template_uids: list[str],
+                                    template_hash_map: Optional[dict[str, Optional[str]]] = None
+                                    ) -> dict[str, list[dict[str, Any]]]:
+            return hook.lookup(kernel_inputs, op_name, template_uids)
+
+    ModelChoices.hook = hook  # type: ignore[attr-defined]
+    return ModelChoices
+
+
+def install(hook: ModelHook) -> None:
+    """Makes Inductor ask `hook` in this thread and every other, tags the compile cache."""
+    import torch
+    from torch._inductor import config as inductor_config
+    from torch._inductor.lookup_table.choices import LookupTableChoices
+    from torch._inductor.virtualized import V
+
+    cls = model_choices_class(LookupTableChoices, hook)
+    previous_class, previous_handler = inductor_config.inductor_choices_class, V.choices
+    inductor_config.inductor_choices_class = cls
+    V.set_choices_handler(cls())
+    hook._undo.append(lambda: V.set_choices_handler(previous_handler))
+    hook._undo.append(lambda: setattr(inductor_config, "inductor_choices_class", previous_class))
+    compiler_config = torch.compiler.config
+    previous_tag = compiler_config.cache_key_tag
+    digest = str(hook.model.info().get("sha256", ""))[:16]
+    compiler_config.cache_key_tag = f"{previous_tag}+mmt-{digest}" if previous_tag else f"mmt-{digest}"
+    hook._undo.append(lambda: setattr(compiler_config, "cache_key_tag", previous_tag))
+    hook.installed = True
+
+
+def gpu_mismatch(info: dict[str, Any]) -> Optional[str]:
+    """Why the model should not pick for this process's GPU, or None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None  # Inductor asks for CUDA GEMMs only; nothing will be decided
+    device = torch.cuda.get_device_name()
+    trained_on = [name.strip() for name in str(info.get("hardware", "")).split(",")]
+    if device in trained_on:
+        return None
+    return f"the model was trained on {info.get('hardware')}, this GPU is {device}"
+
+
+def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, search_space: str = "DEFAULT",
+              force: bool = False, library: Optional[Any] = None) -> ModelHook:
+    """Makes the model (default: the shipped one) pick the GEMMs of every later compile in this
+    process; returns the hook (explain(), uninstall(), or use it as a context manager).
+    `policy`: the decision policy (export-lut --policy; default: export-lut's default).
+    `force`: install it on a GPU the model was not trained on. Raises ModelHookError when the
+    model cannot be opened or the policy is unknown."""
+    try:
+        model = RankModel.open(path or "", library)
+        info = model.info()
+        hook = ModelHook(model, policy, search_space)
+        probe = _probe_problem()
+        model.decide({"op": probe[0], "shape": probe[1], "search_space": search_space,
+                      **({"policy": policy} if policy else {})})
+    except RankLibraryError as e:
+        raise ModelHookError(str(e)) from None
+    mismatch = gpu_mismatch(info)
+    if mismatch and not force:
+        warnings.warn(f"matmul_toolkit: use_model not installed: {mismatch}; Inductor's own choices stay "
+                      "(use_model(force=True) installs it anyway)", RuntimeWarning, stacklevel=2)
+        return hook
+    install(hook)
+    return hook
+
+
+def _probe_problem() -> tuple[str, dict[str, Any]]:
+    """A small problem decided once at use_model(), so a bad policy or space fails there."""
+    return "mm", {"version": 1, "B": 1, "M": 64, "M_dtype": "float16", "N": 64, "K": 64, "K_dtype": "float16",
+                  "out_dtype": "float16", "out_size": [1, 64, 64], "out_stride": [4096, 64, 1]}

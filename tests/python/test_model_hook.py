@@ -1,0 +1,219 @@
+"""use_model() against a fake Inductor (choices handler, config, cache key tag, CUDA) and a fake
+model: what the hook returns for each GEMM, its fallbacks and warnings, installation in other
+threads, and that uninstalling puts everything back. The real library and torch are tested
+where present (test_rank_library.py, the GPU machine)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+import warnings
+from typing import Any, Optional
+
+import pytest
+
+from matmul_toolkit_inductor import model_hook
+from matmul_toolkit_inductor.model_hook import ModelHook, ModelHookError, problem_of
+from matmul_toolkit_inductor.rank_library import RankLibraryError
+
+TRITON = {"template_id": "triton::mm", "BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8,
+          "num_stages": 3, "num_warps": 4, "EVEN_K": True, "USE_FAST_ACCUM": False, "ACC_TYPE": "tl.float32"}
+
+
+class FakeInputs:
+    """MMKernelInputs as the hook reads it: hinted shapes and strides, dtypes, out dtype."""
+
+    def __init__(self, shapes: list[tuple[int, ...]], strides: list[tuple[int, ...]], dtype: str = "torch.bfloat16",
+                 out_dtype: Optional[str] = None) -> None:
+        self._shapes, self._strides, self._dtype = shapes, strides, dtype
+        self._out = out_dtype or dtype
+
+    def shapes_hinted(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(self._shapes)
+
+    def strides_hinted(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(self._strides)
+
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(self._dtype for _ in self._shapes)
+
+    def out_dtype(self) -> str:
+        return self._out
+
+
+def linear(M: int, N: int, K: int, bias: bool = False, **kwargs: Any) -> FakeInputs:
+    """x @ W.T: mat2 is a transposed view of an [N, K] weight (layout nt)."""
+    shapes, strides = [(M, K), (K, N)], [(K, 1), (1, K)]
+    if bias:
+        shapes, strides = [(M, N)] + shapes, [(0, 1)] + strides
+    return FakeInputs(shapes, strides, **kwargs)
+
+
+class FakeModel:
+    """RankModel's interface: info() and decide(), answering from `answers` by op key."""
+
+    def __init__(self, answers: dict[str, dict[str, Any]], hardware: str = "NVIDIA H200") -> None:
+        self.answers = answers
+        self.hardware = hardware
+        self.requests: list[dict[str, Any]] = []
+
+    def info(self) -> dict[str, Any]:
+        return {"hardware": self.hardware, "sha256": "0123456789abcdef0123456789abcdef"}
+
+    def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(request)
+        answer = self.answers.get(request["op"])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer or {"decision": "aten", "entries": [{"template_id": "aten::mm"}], "predicted_ms": [0.01]}
+
+
+def test_the_problem_is_read_at_inductors_hints_with_its_layout() -> None:
+    assert problem_of(linear(2048, 5632, 2048), "mm") == ("mm_nt", {
+        "version": 1, "B": 1, "M": 2048, "M_dtype": "bfloat16", "N": 5632, "K": 2048, "K_dtype": "bfloat16",
+        "out_dtype": "bfloat16", "out_size": [1, 2048, 5632], "out_stride": [2048 * 5632, 5632, 1]})
+    assert problem_of(linear(64, 96, 32, bias=True), "addmm")[0] == "addmm_nt"
+    bmm = FakeInputs([(8, 64, 32), (8, 32, 16)], [(2048, 32, 1), (512, 16, 1)])
+    assert problem_of(bmm, "bmm")[1]["B"] == 8 and problem_of(bmm, "baddbmm")[0] == "bmm"
+    int8 = FakeInputs([(64, 32), (32, 16)], [(32, 1), (16, 1)], "torch.int8", "torch.int32")
+    assert problem_of(int8, "int_mm") == ("mm", problem_of(int8, "int_mm")[1])
+    assert problem_of(int8, "int_mm")[1]["out_dtype"] == "int32"
+    # ops and dtypes the model has no rows for
+    assert problem_of(linear(64, 64, 64), "scaled_mm") is None
+    assert problem_of(linear(64, 64, 64, dtype="torch.float8_e4m3fnuz"), "mm") is None
+    assert problem_of(FakeInputs([(64, 32), (32, 16)], [(32, 1), (16, 1)], "torch.bfloat16", None), "mm") is not None
+
+
+def test_each_decision_comes_back_as_a_lookup_hit() -> None:
+    model = FakeModel({
+        "mm_nt": {"decision": "kernel", "entries": [TRITON], "predicted_ms": [0.020]},
+        "addmm_nt": {"decision": "aten", "entries": [{"template_id": "aten::bias_addmm"}], "predicted_ms": [0.03]},
+        "bmm": {"decision": "pair", "entries": [dict(TRITON, template_id="triton::bmm"), {"template_id": "aten::bmm"}],
+                "predicted_ms": [0.01, 0.011]},
+    })
+    hook = ModelHook(model, policy="graph")
+    mm = hook.lookup(linear(2048, 5632, 2048), "mm", ["aten::mm", "triton::mm"])
+    assert mm == {"triton::mm": [{k: v for k, v in TRITON.items() if k != "template_id"}]}
+    addmm = hook.lookup(linear(2048, 768, 3072, bias=True), "addmm", ["aten::bias_addmm", "aten::addmm", "triton::mm"])
+    assert addmm == {"aten::bias_addmm": [{}]}
+    bmm = FakeInputs([(8, 64, 32), (8, 32, 16)], [(2048, 32, 1), (512, 16, 1)])
+    assert set(hook.lookup(bmm, "baddbmm", ["aten::baddbmm", "triton::bmm"])) == {"triton::bmm", "aten::baddbmm"}
+    assert model.requests[0] == {"op": "mm_nt", "shape": problem_of(linear(2048, 5632, 2048), "mm")[1],
+                                 "search_space": "DEFAULT", "policy": "graph"}
+    text = hook.explain().splitlines()
+    assert text[0] == "use_model: 1 aten, 1 kernel, 1 pair"
+    assert text[1] == "mm mm_nt 2048x5632x2048 bfloat16: kernel: triton::mm 64x128x32 g8 s3 w4 (0.02 ms)"
+    assert text[3].startswith("baddbmm bmm 8x64x16x32 bfloat16: pair: triton::bmm") and "aten::baddbmm" in text[3]
+
+
+def test_a_problem_is_decided_once() -> None:
+    model = FakeModel({})
+    hook = ModelHook(model)
+    for _ in range(4):  # four layers, one shape
+        assert hook.lookup(linear(16, 2048, 2048), "mm", ["aten::mm", "triton::mm"]) == {"aten::mm": [{}]}
+    assert len(model.requests) == 1 and len(hook.decisions) == 4
+
+
+def test_what_the_model_does_not_rank_or_inductor_does_not_offer_stays_inductors() -> None:
+    model = FakeModel({"mm_nt": {"decision": "kernel", "entries": [TRITON], "predicted_ms": [0.02]}})
+    hook = ModelHook(model)
+    assert hook.lookup(linear(64, 64, 64), "scaled_mm", ["aten::_scaled_mm"]) == {}
+    # GEMM autotuning off: no Triton template is offered, so no kernel can be picked
+    assert hook.lookup(linear(64, 64, 64), "mm", ["aten::mm"]) == {}
+    assert "triton::mm is not offered" in hook.explain()
+
+
+def test_an_error_falls_back_to_inductor_with_one_warning() -> None:
+    hook = ModelHook(FakeModel({"mm_nt": RankLibraryError("request > shape: broken")}))
+    with pytest.warns(RuntimeWarning, match="could not decide a GEMM") as caught:
+        assert hook.lookup(linear(64, 64, 64), "mm", ["aten::mm", "triton::mm"]) == {}
+        assert hook.lookup(linear(128, 64, 64), "mm", ["aten::mm", "triton::mm"]) == {}
+    assert len(caught) == 1
+    broken = FakeInputs([(64,)], [(1,)])  # not a matrix at all: still no exception
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert hook.lookup(broken, "mm", ["aten::mm"]) == {}
+    assert hook.explain().startswith("use_model: 3 fallback")
+
+
+# ------------------------------------------------------------------ installing into Inductor
+@pytest.fixture
+def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """torch's CUDA query, compiler config, and Inductor's config, V and LookupTableChoices."""
+    handlers = threading.local()
+    config = types.SimpleNamespace(inductor_choices_class=None)
+
+    class FakeV:
+        @property
+        def choices(self) -> Any:  # Inductor's lazy default: the configured class, else its own
+            if not hasattr(handlers, "h"):
+                handlers.h = config.inductor_choices_class() if config.inductor_choices_class else "inductor's own"
+            return handlers.h
+
+        def set_choices_handler(self, handler: Any) -> None:
+            handlers.h = handler
+
+    class LookupTableChoices:
+        pass
+
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda: "NVIDIA H200")  # type: ignore[attr-defined]
+    torch.compiler = types.SimpleNamespace(config=types.SimpleNamespace(cache_key_tag="user"))  # type: ignore[attr-defined]
+    modules = {"torch": torch, "torch._inductor": types.ModuleType("torch._inductor"),
+               "torch._inductor.config": config,
+               "torch._inductor.lookup_table": types.ModuleType("torch._inductor.lookup_table"),
+               "torch._inductor.lookup_table.choices": types.SimpleNamespace(LookupTableChoices=LookupTableChoices),
+               "torch._inductor.virtualized": types.SimpleNamespace(V=FakeV())}
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(modules["torch._inductor"], "config", config, raising=False)
+    return torch, config, modules["torch._inductor.virtualized"].V
+
+
+def opened(monkeypatch: pytest.MonkeyPatch, model: Any) -> None:
+    monkeypatch.setattr(model_hook.RankModel, "open", classmethod(lambda cls, path, library=None: model))
+
+
+def test_use_model_installs_for_every_thread_and_uninstalls(fake_torch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}))
+    with model_hook.use_model() as hook:
+        assert hook.installed and isinstance(V.choices, config.inductor_choices_class)
+        assert V.choices.hook is hook
+        assert torch.compiler.config.cache_key_tag == "user+mmt-0123456789abcdef"
+        seen: list[Any] = []
+        thread = threading.Thread(target=lambda: seen.append(V.choices))
+        thread.start()
+        thread.join()
+        assert isinstance(seen[0], config.inductor_choices_class)  # a compile thread of Inductor's
+        answer = V.choices.lookup_template_configs(linear(64, 64, 64), "mm", ["aten::mm", "triton::mm"])
+        assert answer == {"aten::mm": [{}]}
+    assert not hook.installed and config.inductor_choices_class is None
+    assert V.choices == "inductor's own" and torch.compiler.config.cache_key_tag == "user"
+
+
+def test_another_gpu_gets_a_warning_and_inductors_defaults_unless_forced(fake_torch: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}, hardware="NVIDIA H100 80GB HBM3"))
+    with pytest.warns(RuntimeWarning, match="trained on NVIDIA H100 80GB HBM3, this GPU is NVIDIA H200"):
+        hook = model_hook.use_model()
+    assert not hook.installed and config.inductor_choices_class is None
+    hook = model_hook.use_model(force=True)
+    assert hook.installed
+    hook.uninstall()
+
+
+def test_a_model_or_policy_that_cannot_work_is_refused_at_use_model(fake_torch: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(cls: Any, path: Any, library: Any = None) -> Any:
+        raise RankLibraryError("/tmp/x.pt: not a matmul_toolkit checkpoint: not a zip archive", 2)
+
+    monkeypatch.setattr(model_hook.RankModel, "open", classmethod(refuse))
+    with pytest.raises(ModelHookError, match=r"^/tmp/x.pt: not a matmul_toolkit checkpoint"):
+        model_hook.use_model("/tmp/x.pt")
+    opened(monkeypatch, FakeModel({"mm": RankLibraryError("--policy: unknown policy 'fast'", 2)}))
+    with pytest.raises(ModelHookError, match="unknown policy 'fast'"):
+        model_hook.use_model(policy="fast")
+    assert fake_torch[1].inductor_choices_class is None
