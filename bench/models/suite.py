@@ -18,6 +18,12 @@ Triton caches) after one untimed warm-up compile that starts Inductor's compile 
                      the GEMMs the default compile lowered (GemmRecorder), exported by
                      `matmul_toolkit export-lut --policy P` (default: the export-lut default),
                      installed with use_table; `ours@POLICY` names another policy
+  use_model          max_autotune_gemm with the model deciding every GEMM while it compiles
+                     (matmul_toolkit_inductor.use_model, libmmt_rank.so): no table, no shapes
+                     known ahead; `use_model@POLICY` likewise
+A dynamic workload (llama_dynamic) compiles once with dynamic=True and runs at each of its
+sequence lengths: "ms" is the geomean over them, "ms_by_length" each, "graphs_compiled" how
+many graphs Dynamo compiled for them all.
 A variant name may end in settings, each one suspect of the in-graph gap tested alone:
 +noepi (benchmark_epilogue_fusion off), +noflush (Inductor's benchmarker without its L2
 flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
@@ -68,8 +74,10 @@ import workloads as W  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results_h200.json")
 SHAPESET = os.path.join(SOURCE_DIR, "data", "shapesets", "model_suite.json")
-DEFAULT_VARIANTS = ("default", "ours", "ours@isolated", "max_autotune_gemm", "max_autotune")
-BASES = ("default", "max_autotune", "max_autotune_gemm", "ours")
+DEFAULT_VARIANTS = ("default", "ours", "use_model", "ours@isolated", "max_autotune_gemm", "max_autotune")
+BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "use_model")
+# The bases that pick with the shipped model (and take a @POLICY).
+MODEL_BASES = ("ours", "use_model")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible")
 MAX_REL_ERROR = 3e-2
 WARM_UP_CALLS = 3
@@ -95,7 +103,7 @@ class Variant:
     def inductor_options(self) -> dict[str, Any]:
         """torch.compile options (None mode) for every base but max_autotune."""
         options: dict[str, Any] = {"triton.cudagraphs": True}
-        if self.base in ("max_autotune_gemm", "ours"):
+        if self.base in ("max_autotune_gemm", *MODEL_BASES):
             options["max_autotune_gemm"] = True
         if "+noepi" in self.settings:
             options["benchmark_epilogue_fusion"] = False
@@ -121,17 +129,17 @@ def parse_variant(text: str) -> Variant:
         raise UsageError("--variants", f"'{text}' is not BASE[@POLICY][+SETTING...] with BASE one of "
                                        f"{', '.join(BASES)}")
     base, policy, tail = match.group(1), match.group(2), match.group(3)
-    if policy and base != "ours":
-        raise UsageError("--variants", f"'{text}': only ours takes a @POLICY")
+    if policy and base not in MODEL_BASES:
+        raise UsageError("--variants", f"'{text}': only {' and '.join(MODEL_BASES)} take a @POLICY")
     settings = tuple("+" + s for s in tail.split("+")[1:])
     for s in settings:
         if s not in SETTINGS:
             raise UsageError("--variants", f"'{text}': unknown setting {s} (known: {' '.join(SETTINGS)})")
     if base == "default" and settings:
         raise UsageError("--variants", f"'{text}': default takes no settings (they change GEMM autotuning)")
-    if base == "ours" and "+biasaddmm" in settings:
-        raise UsageError("--variants", f"'{text}': an ours table names its ATen choices itself (the graph policy: "
-                                       "bias_addmm alone)")
+    if base in MODEL_BASES and "+biasaddmm" in settings:
+        raise UsageError("--variants", f"'{text}': the model's policy names its ATen choices itself (the graph "
+                                       "policy: bias_addmm alone)")
     if len(set(settings)) != len(settings):
         raise UsageError("--variants", f"'{text}': a setting repeats")
     return Variant(text, base, policy, settings)
@@ -276,6 +284,13 @@ def check_inputs(args: argparse.Namespace) -> list[W.Workload]:
         chosen = W.by_name(args.workloads)
     except W.WorkloadError as e:
         raise UsageError("--workloads", str(e))
+    if any(v.base == "use_model" for v in args.parsed_variants):
+        from matmul_toolkit_inductor.rank_library import RankLibraryError, load_library
+
+        try:
+            load_library()
+        except RankLibraryError as e:
+            raise UsageError("--variants", f"use_model needs the C library: {e}")
     if any(v.base == "ours" for v in args.parsed_variants):
         if not args.mmt:
             raise UsageError("--mmt", "the ours variants need the matmul_toolkit binary (export-lut)")
@@ -548,7 +563,12 @@ def warm_up(torch: Any) -> None:
     torch._dynamo.reset()
 
 
-def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Variant, ref: Any,
+def dynamo_graphs(torch: Any) -> int:
+    """Graphs Dynamo has compiled in this process so far."""
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
+def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Variant, refs: dict[int, Any],
                     tables: dict[Optional[str], str], aten_cache: dict[str, tuple[float, float]]) -> Measured:
     from torch._inductor.utils import fresh_cache
 
@@ -560,6 +580,14 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
     torch._dynamo.reset()
     instance = W.build(torch, w, seed=SEED)
     table_ctx: Any = contextlib.nullcontext()
+    hook = None
+    if v.base == "use_model":
+        from matmul_toolkit_inductor.model_hook import use_model
+
+        hook = use_model(args.model, policy=v.policy)
+        if not hook.installed:
+            raise RuntimeError("use_model did not install (another GPU than the model's)")
+        table_ctx = hook
     if v.base == "ours":
         table_path = tables.get(v.policy)
         if table_path is None:
@@ -570,32 +598,57 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
         table_ctx = lut.using_table(table_path)
     with fresh_cache(), table_ctx, suspect_settings(v):
         recorder = GemmRecorder()
-        compiled = torch.compile(instance.module, **v.compile_kwargs())
+        compiled = torch.compile(instance.module, dynamic=bool(w.lengths) or None, **v.compile_kwargs())
+        graphs_before = dynamo_graphs(torch)
         with recorder:
             start = time.perf_counter()
             out = instance.call(compiled)
             torch.cuda.synchronize()
             result["compile_s"] = time.perf_counter() - start
         measured.recorder = recorder
+        errors = [relative_error(torch, out, refs[w.seq])]
+        del out
+        # A dynamic workload: the other lengths must run on the graph compiled for the first.
+        others = {seq: instance.at_length(torch, seq) for seq in w.lengths[1:]}
+        if others:
+            result["first_call_s_by_length"] = {}
+            with recorder:
+                for seq, at in others.items():
+                    start = time.perf_counter()
+                    out = at.call(compiled)
+                    torch.cuda.synchronize()
+                    result["first_call_s_by_length"][str(seq)] = time.perf_counter() - start
+                    errors.append(relative_error(torch, out, refs[seq]))
+                    del out
+            result["graphs_compiled"] = dynamo_graphs(torch) - graphs_before
         if v.base == "ours":
             result["lookups"] = {"hits": lut.TABLE_HITS.hits, "misses": lut.TABLE_HITS.misses,
                                  "missed": list(lut.TABLE_HITS.missed)}
-        result["max_rel_error"] = relative_error(torch, out, ref)
-        del out
+        if hook is not None:
+            result["decisions"] = hook.explain().splitlines()
+        result["max_rel_error"] = max(errors)
         if result["max_rel_error"] >= MAX_REL_ERROR:
             result["error"] = f"wrong result: relative error {result['max_rel_error']:.1e} against eager"
         rounds = time_calls(torch, lambda: instance.call(compiled), args.rounds, args.calls)
         result["rounds_ms"] = rounds
+        if others:
+            by_length = {str(w.seq): sorted(rounds)[len(rounds) // 2]}
+            for seq, at in others.items():
+                timed = time_calls(torch, lambda: at.call(compiled), args.rounds, args.calls)  # noqa: B023
+                by_length[str(seq)] = sorted(timed)[len(timed) // 2]
+            result["ms_by_length"] = by_length
         if "error" not in result:
-            result["ms"] = sorted(rounds)[len(rounds) // 2]
+            result["ms"] = (summary.geomean(list(result["ms_by_length"].values())) if others
+                            else sorted(rounds)[len(rounds) // 2])
         records = [r.to_dict() for r in recorder.records]
         result["gemms"] = {"lowered": len(records),
                            "chosen": {k: sum(1 for r in records if str(r["chosen"]) == k)
                                       for k in sorted({str(r["chosen"]) for r in records})}}
-        if args.profile_calls:
+        if args.profile_calls and not others:  # a dynamic workload's records mix its lengths
             kernels = profiled_kernels(torch, lambda: instance.call(compiled), args.profile_calls)
             isolated_aten_ms(torch, records, aten_cache)
             result["in_graph"] = ingraph.report(kernels, args.profile_calls, records)
+        del others
     del compiled, instance
     cleanup(torch)
     return measured
@@ -614,18 +667,21 @@ def cleanup(torch: Any) -> None:
     torch.cuda.empty_cache()
 
 
-def eager_reference(torch: Any, w: W.Workload) -> tuple[Any, float]:
-    """The eager output (a float32 copy) and the eager call's time (ms, one call after one
-    warm-up; a reference, not a variant)."""
+def eager_reference(torch: Any, w: W.Workload) -> tuple[dict[int, Any], float]:
+    """The eager output (a float32 copy) at each sequence length the workload runs at, and
+    the eager call's time (ms, one call after one warm-up; a reference, not a variant)."""
     instance = W.build(torch, w, seed=SEED)
-    ref = instance.call(instance.module).float().clone()
+    refs = {w.seq: instance.call(instance.module).float().clone()}
+    for seq in w.lengths[1:]:
+        at = instance.at_length(torch, seq)
+        refs[seq] = at.call(at.module).float().clone()
     start = time.perf_counter()
     instance.call(instance.module)
     torch.cuda.synchronize()
     ms = 1000 * (time.perf_counter() - start)
     del instance
     cleanup(torch)
-    return ref, ms
+    return refs, ms
 
 
 def child_main(args: argparse.Namespace) -> int:
@@ -640,7 +696,7 @@ def child_main(args: argparse.Namespace) -> int:
         if hasattr(torch._dynamo.config, limit):
             setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
     warm_up(torch)
-    ref, eager_ms = eager_reference(torch, w)
+    refs, eager_ms = eager_reference(torch, w)
     record["eager_call_ms"] = eager_ms
     run = f"{socket.gethostname()}-{os.getpid()}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}"
     tables: dict[Optional[str], str] = {}
@@ -648,7 +704,7 @@ def child_main(args: argparse.Namespace) -> int:
     for v in args.parsed_variants:
         print(f"{w.name}: {v.name} ...", flush=True)
         try:
-            measured = measure_variant(torch, args, w, v, ref, tables, aten_cache)
+            measured = measure_variant(torch, args, w, v, refs, tables, aten_cache)
         except KeyboardInterrupt:
             raise
         except Exception as e:  # a variant that fails is a result; the others go on

@@ -41,12 +41,17 @@ class Workload:
     mode: str = INFERENCE
     note: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # Compiled once with dynamic=True and run at each of these sequence lengths (seq is the
+    # first); empty: static shapes.
+    lengths: tuple[int, ...] = ()
 
     def describe(self) -> str:
         if self.inputs == IMAGES:
             shape = f"batch {self.batch}, {self.image_size}x{self.image_size}"
         elif self.inputs == SEQ2SEQ:
             shape = f"{self.batch}x{self.seq} -> {self.batch}x{self.decoder_seq}"
+        elif self.lengths:
+            shape = f"{self.batch}x({'/'.join(map(str, self.lengths))}), dynamic=True"
         else:
             shape = f"{self.batch}x{self.seq}"
         step = "training step" if self.mode == TRAINING else "inference"
@@ -98,6 +103,10 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("mixtral_moe", "mixture-of-experts", "transformers", "MixtralForCausalLM", "MixtralConfig",
              MIXTRAL, TOKENS, batch=4, seq=256,
              note="Mixtral-style MoE, 8 experts top-2, hidden 1024, 2 layers", tags=("prefill", "moe")),
+    Workload("llama_dynamic", "decoder", "transformers", "LlamaForCausalLM", "LlamaConfig", LLAMA,
+             TOKENS, batch=4, seq=128, lengths=(128, 256, 512),
+             note="the Llama prefill model compiled once with dynamic=True, run at three lengths",
+             tags=("prefill", "dynamic")),
     Workload("llama_train", "decoder", "transformers", "LlamaForCausalLM", "LlamaConfig", LLAMA_TRAIN,
              TOKENS, batch=4, seq=256, mode=TRAINING,
              note="forward, backward and AdamW step; hidden 1024, GQA 16/4, 2 layers", tags=("training",)),
@@ -139,6 +148,9 @@ def check(workloads: tuple[Workload, ...] = WORKLOADS) -> None:
             raise WorkloadError(f"{where}: sizes must be positive")
         if w.mode == TRAINING and w.inputs != TOKENS:
             raise WorkloadError(f"{where}: a training step takes token inputs (its labels)")
+        if w.lengths and (w.inputs != TOKENS or w.lengths[0] != w.seq or len(set(w.lengths)) < 2
+                          or min(w.lengths) < 2):
+            raise WorkloadError(f"{where}: dynamic lengths are two or more token lengths from seq on, each above 1")
 
 
 # ------------------------------------------------------------------------- building on a GPU
@@ -151,6 +163,14 @@ class Instance:
     # One call: the output checked against eager (inference: the logits or last hidden state;
     # training: the loss), given the callable that stands for the module (eager or compiled).
     call: Callable[[Any], Any]
+    vocab: int = 0
+    device: str = "cuda"
+    seed: int = 0
+
+    def at_length(self, torch: Any, seq: int) -> Instance:
+        """The same module on inputs of another sequence length (dynamic workloads)."""
+        inputs = make_inputs(torch, self.workload, self.vocab, self.device, self.seed, seq)
+        return inference_instance(torch, self.workload, self.module, inputs, self.vocab, self.device, self.seed)
 
 
 def output_tensor(output: Any) -> Any:
@@ -164,12 +184,15 @@ def output_tensor(output: Any) -> Any:
     return output
 
 
-def make_inputs(torch: Any, w: Workload, vocab_size: int, device: str, seed: int) -> dict[str, Any]:
+def make_inputs(torch: Any, w: Workload, vocab_size: int, device: str, seed: int,
+                seq: Optional[int] = None) -> dict[str, Any]:
+    """The inputs at the workload's sizes (`seq`: another sequence length, for dynamic runs)."""
     generator = torch.Generator(device="cpu").manual_seed(seed)
+    seq = seq or w.seq
     if w.inputs == IMAGES:
         pixels = torch.rand((w.batch, 3, w.image_size, w.image_size), generator=generator)
         return {"x": pixels.to(device=device, dtype=getattr(torch, w.dtype))}
-    inputs = {"input_ids": torch.randint(0, vocab_size, (w.batch, w.seq), generator=generator).to(device)}
+    inputs = {"input_ids": torch.randint(0, vocab_size, (w.batch, seq), generator=generator).to(device)}
     if w.inputs == SEQ2SEQ:
         inputs["decoder_input_ids"] = torch.randint(0, vocab_size, (w.batch, w.decoder_seq),
                                                     generator=generator).to(device)
@@ -205,12 +228,16 @@ def build(torch: Any, w: Workload, device: str = "cuda", seed: int = 0) -> Insta
     inputs = make_inputs(torch, w, vocab, device, seed)
     if w.mode == TRAINING:
         return training_instance(torch, w, module, inputs)
+    return inference_instance(torch, w, module, inputs, vocab, device, seed)
 
+
+def inference_instance(torch: Any, w: Workload, module: Any, inputs: dict[str, Any], vocab: int, device: str,
+                       seed: int) -> Instance:
     def call(fn: Any) -> Any:
         with torch.no_grad():
             return output_tensor(fn(**inputs))
 
-    return Instance(w, module, inputs, call)
+    return Instance(w, module, inputs, call, vocab, device, seed)
 
 
 def training_instance(torch: Any, w: Workload, module: Any, inputs: dict[str, Any]) -> Instance:

@@ -48,7 +48,7 @@ def test_the_suite_covers_the_model_kinds_the_issue_names() -> None:
     assert models & {"T5ForConditionalGeneration", "WhisperForConditionalGeneration"}
     assert models & {"swin_t", "convnext_tiny"}
     tags = {t for w in W.WORKLOADS for t in w.tags}
-    assert {"prefill", "decode"} <= tags
+    assert {"prefill", "decode", "dynamic"} <= tags
     assert any(w.dtype == "float16" for w in W.WORKLOADS)
     assert [w.mode for w in W.WORKLOADS].count(W.TRAINING) >= 1
 
@@ -67,6 +67,8 @@ def test_by_name_keeps_suite_order_and_refuses_unknown_names() -> None:
     (dict(dtype="int8"), "dtype"),
     (dict(batch=0), "positive"),
     (dict(mode=W.TRAINING, inputs=W.IMAGES), "token inputs"),
+    (dict(lengths=(128, 256)), "dynamic lengths"),  # bert_base's seq is 256: the first length must be it
+    (dict(lengths=(256, 256)), "dynamic lengths"),
 ])
 def test_check_refuses_inconsistent_definitions(change: dict[str, Any], message: str) -> None:
     import dataclasses
@@ -165,6 +167,16 @@ def test_build_makes_the_config_and_seeded_token_inputs(monkeypatch: pytest.Monk
     assert instance.call(instance.module)[0] == "logits"
 
 
+def test_a_dynamic_workload_runs_its_module_at_each_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = W.by_name(["llama_dynamic"])[0]
+    fake_transformers(monkeypatch, "LlamaConfig", "LlamaForCausalLM")
+    torch = FakeTorch()
+    instance = W.build(torch, w)
+    longer = instance.at_length(torch, 512)
+    assert instance.inputs["input_ids"].shape == (4, 128) and longer.inputs["input_ids"].shape == (4, 512)
+    assert longer.module is instance.module and "dynamic=True" in w.describe()
+
+
 def test_build_gives_seq2seq_models_decoder_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     w = W.by_name(["t5_small"])[0]
     fake_transformers(monkeypatch, "T5Config", "T5ForConditionalGeneration")
@@ -196,6 +208,7 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
     ("max_autotune_gemm+noepi+noflush", "max_autotune_gemm", None, ("+noepi", "+noflush")),
     ("max_autotune+gated", "max_autotune", None, ("+gated",)),
     ("ours@graph+noepi", "ours", "graph", ("+noepi",)),
+    ("use_model@isolated", "use_model", "isolated", ()),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
@@ -203,7 +216,7 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
 
 
 @pytest.mark.parametrize("text, message", [
-    ("fast", "BASE"), ("default+noepi", "no settings"), ("max_autotune@graph", "only ours"),
+    ("fast", "BASE"), ("default+noepi", "no settings"), ("max_autotune@graph", "only ours and use_model"),
     ("ours+turbo", "unknown setting"), ("ours+noepi+noepi", "repeats"), ("ours+biasaddmm", "names its ATen"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
@@ -218,7 +231,7 @@ def test_each_base_compiles_with_its_inductor_settings() -> None:
     assert kwargs("default") == {"options": {"triton.cudagraphs": True}}
     assert kwargs("max_autotune") == {"mode": "max-autotune"}
     assert kwargs("max_autotune_gemm") == {"options": {"triton.cudagraphs": True, "max_autotune_gemm": True}}
-    assert kwargs("ours") == kwargs("max_autotune_gemm")
+    assert kwargs("ours") == kwargs("max_autotune_gemm") == kwargs("use_model")
     assert kwargs("max_autotune+noepi") == {"options": {"max_autotune": True, "coordinate_descent_tuning": True,
                                                         "triton.cudagraphs": True, "benchmark_epilogue_fusion": False}}
     assert kwargs("max_autotune_gemm+flexible")["options"]["max_autotune_allow_flexible_layouts"] is True
