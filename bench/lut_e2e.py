@@ -31,7 +31,9 @@ max-autotune, at a fraction of the compile time? (GPU machine, torch with Induct
    Inductor's parallel precompile of the table's hits, which use_table skips). Each
    --table NAME=FILE is one more variant, a table exported beforehand (e.g. on a machine
    without a GPU, from OUT/problems_shapeset.json of an earlier run; NAME may end in the
-   setting suffixes).
+   setting suffixes). Each --use-model POLICY is one more variant: no table, the model deciding
+   every GEMM while Inductor compiles it (matmul_toolkit_inductor.use_model's choices handler
+   over libmmt_rank.so), with that decision policy.
 3. In this one process, per problem (operands seeded, uniform in [0.1, 1.1], in the
    problem's layout; addmm with the 1-D bias torch.nn.Linear passes) torch.compile
    (dynamic=False) of torch.mm / addmm / bmm, every compile from scratch (a function of
@@ -254,6 +256,7 @@ class Variant:
     table: Optional[dict[str, Any]] = None
     export_s: Optional[float] = None
     settings: Optional[dict[str, Any]] = None  # Inductor settings (and TABLE_OPTIONS) of this variant only
+    hook_policy: Optional[str] = None  # use_model with this decision policy instead of a table
 
 
 # Suffixes of a --top-k item, each compiling that table with settings of its own:
@@ -383,8 +386,31 @@ def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
         if not isinstance(table, dict):
             raise UsageError(path, "--table: not an Inductor lookup table (a JSON object of keys)")
         variants.append(Variant(name, lut=path, table=table, settings=split_settings(name)[1]))
+    hook_model = args.model[0] if args.model else ""
+    for policy in args.use_model or []:
+        variants.append(Variant(f"use_model/{policy}", model=hook_model or "the default model", hook_policy=policy))
     again = [Variant(AUTOTUNE_AGAIN)] if args.aa else []
     return again + variants + [Variant(AUTOTUNE)]
+
+
+class HookChoices:
+    """use_model's choices handler for one variant (the model decides each GEMM, no table),
+    and what it decided."""
+
+    def __init__(self, model: str, policy: str) -> None:
+        from torch._inductor.lookup_table.choices import LookupTableChoices
+
+        from matmul_toolkit_inductor.model_hook import ModelHook, model_choices_class
+        from matmul_toolkit_inductor.rank_library import RankModel
+
+        self.hook = ModelHook(RankModel.open(model), policy)
+        self.handler = model_choices_class(LookupTableChoices, self.hook)()
+
+    def status(self) -> str:
+        """hit: the model decided a GEMM; miss: it left every GEMM to Inductor; none: not asked."""
+        if not self.hook.decisions:
+            return "none"
+        return "hit" if any(d.decision != "fallback" for d in self.hook.decisions) else "miss"
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -743,13 +769,15 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
     from matmul_toolkit_inductor import lut
 
     recorder = LookupRecorder() if variant.table is not None else None
+    hook = HookChoices("" if variant.model == "the default model" else variant.model or "", variant.hook_policy) \
+        if variant.hook_policy else None
     lut.TABLE_HITS.op = None
     lut.TABLE_HITS.skip_precompile = variant.table is not None and not (variant.settings or {}).get("precompile_hits")
     result: dict[str, Any] = {"runtime_ms": None, "compile_s": None}
     captured = None
     try:
         with fresh_cache(dir=cache_root()), inductor_config.patch(inductor_patch(variant.table, variant.settings)), \
-                choices_handler(recorder.handler if recorder else InductorChoices()):
+                choices_handler(recorder.handler if recorder else hook.handler if hook else InductorChoices()):
             compiled = torch.compile(fresh_gemm(getattr(torch, p.op)), dynamic=False)
             codes: list[str] = []
             with output_code(codes):
@@ -768,6 +796,9 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
         text = str(e).strip().splitlines()
         result["error"] = f"{type(e).__name__}: {text[0][:200] if text else ''}"
         captured = None
+    if hook:
+        result["lookup"] = hook.status()
+        result["decisions"] = hook.hook.explain().splitlines()[1:]
     if recorder:
         result["lookup"] = recorder.status()
         result["lookup_configs"] = max((e["configs"] for e in recorder.lookups), default=0)
@@ -883,6 +914,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "compiles the table with benchmark_epilogue_fusion off, +precompile with "
                         "Inductor's precompile of table hits (use_table skips it); "
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")
+    p.add_argument("--use-model", nargs="+", metavar="POLICY",
+                   help="also compile with matmul_toolkit_inductor.use_model deciding every GEMM (no table), "
+                        "one variant per decision policy (graph, isolated); the model is the first --model, "
+                        "else the shipped one")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "lut_e2e"),
@@ -918,8 +953,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(f"--top-k: {e}")
     if any(b < 1 for b in args.batch_sizes):
         p.error("--batch-sizes must be at least 1")
-    if not args.model and not args.table:
-        p.error("give --model (with --mmt) or --table")
+    if not args.model and not args.table and not args.use_model:
+        p.error("give --model (with --mmt), --table or --use-model")
     if args.model and not args.mmt:
         p.error("--model needs --mmt (export-lut makes its tables)")
     names = [name for name, _ in args.table]
@@ -930,6 +965,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def check_inputs(args: argparse.Namespace) -> None:
+    if args.use_model:
+        from matmul_toolkit_inductor.rank_library import RankLibraryError, RankModel
+
+        try:
+            RankModel.open(args.model[0] if args.model else "").close()
+        except RankLibraryError as e:
+            raise UsageError("--use-model", str(e))
     if args.model and not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)) \
             and shutil.which(args.mmt) is None:
         raise UsageError(args.mmt, "no such executable (--mmt: the matmul_toolkit binary)")

@@ -115,3 +115,13 @@ def test_kernel_of_reads_aten_calls_including_bias_addmm() -> None:
     assert lut_e2e.kernel_of(["buf0 = extern_kernels.bias_addmm(arg0_1, arg1_1, arg2_1)"]) == "aten"
     assert lut_e2e.kernel_of(["extern_kernels.mm(arg0_1, arg1_1, out=buf0)"]) == "aten"
     assert lut_e2e.kernel_of(["extern_kernels.mmx(arg0_1)"]) == "other"
+
+
+def test_use_model_variants_come_after_the_tables(tmp_path: Path) -> None:
+    args = lut_e2e.parse_args(["--use-model", "graph", "isolated", "--log-normal", "3", "--out", str(tmp_path)])
+    variants = lut_e2e.make_variants(args, str(tmp_path / "s.json"))
+    assert [(v.name, v.hook_policy) for v in variants] == [("use_model/graph", "graph"),
+                                                          ("use_model/isolated", "isolated"),
+                                                          ("max-autotune", None)]
+    with pytest.raises(SystemExit):  # nothing to compare with max-autotune
+        lut_e2e.parse_args(["--log-normal", "3"])
