@@ -317,6 +317,8 @@ step_train_speed() {
 # build (no build_cli step); models are exported too only where E2E_MODEL is given.
 e2e_sources() {
   local item
+  # E2E_USE_MODEL="graph isolated": also the model deciding every GEMM while compiling (use_model)
+  [[ -n ${E2E_USE_MODEL:-} ]] && printf -- '--use-model %s ' "$E2E_USE_MODEL"
   for item in ${E2E_TABLES:-}; do printf -- '--table %s ' "$item"; done
   if [[ -z ${E2E_TABLES:-} || -n ${E2E_MODEL:-} ]]; then
     for item in ${E2E_MODEL:-data/models/inductor_h200.pt}; do printf -- '--model %s ' "$item"; done
