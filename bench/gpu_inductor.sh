@@ -225,7 +225,7 @@ step_repeats() {
   rm -f "$out"/repeats_*.json*
 }
 
-# The shipped model's recipe (data/README, models/inductor_h200.pt) in 5-fold
+# The shipped model's recipe (its card, data/models/inductor_h200.md) in 5-fold
 # cross-validation by problem on the machine's CPU cores: seeds CV_SEEDS (default "42 7")
 # side by side, nproc / runs networks at once each (train --jobs; the models do not depend
 # on it). Each run stops once its pooled table is printed (the final fit after the folds

@@ -90,7 +90,7 @@ if want triton; then
 fi
 
 if want coldcollect && [[ -x $build/src/cli/matmul_toolkit ]]; then
-  # data/README's collection, from an empty kernel cache (compile-bound: what the kernel plan
+  # The native dataset's collection (data/README.md), from an empty kernel cache (compile-bound: what the kernel plan
   # is for) and then warm.
   cache=$(mktemp -d)
   for pass in cold warm; do

@@ -264,8 +264,8 @@ class Variant:
 # makes Inductor time them at lowering instead of deferring the choice to the scheduler; it
 # spared no compile of the pick on the H200); +precompile installs the table with
 # use_table's precompile_hits=True: Inductor precompiles a hit's choices in its worker pool
-# before timing them, and so compiles a paired pick three times instead of twice (README,
-# End-to-end).
+# before timing them, and so compiles a paired pick three times instead of twice (docs/lookup_tables.md,
+# the benchmarks of the picks).
 SETTING_SUFFIXES: dict[str, dict[str, Any]] = {
     "+noepi": {"benchmark_epilogue_fusion": False},
     "+precompile": {"precompile_hits": True},

@@ -227,7 +227,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--results", default=RESULTS, help=f"results JSON, read and rewritten (default {RESULTS})")
     p.add_argument("--shapeset", default=SHAPESET,
                    help="shapeset that gathers every measured workload's GEMMs, read and rewritten "
-                        f"(default {os.path.relpath(SHAPESET, SOURCE_DIR)}; collect --shapeset times them)")
+                        f"(default {os.path.relpath(SHAPESET, SOURCE_DIR)}; collect-shapeset --shapeset times them)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "models"),
                    help="folder for shapesets, tables and logs (default $OUT/models)")
     p.add_argument("--fresh", action="store_true", help="measure every asked workload again")

@@ -169,7 +169,7 @@ def make_shape(B: int, M: int, N: int, K: int, dtype: str) -> MMShape:
 
 
 def shapeset_document(problems: Iterable[tuple[str, MMShape]]) -> dict[str, Any]:
-    """A shapeset as `export-lut --shapeset` and `collect --shapeset` read it:
+    """A shapeset as `export-lut --shapeset` and `collect-shapeset --shapeset` read it:
     {"operations": {OP_KEY: {"shapes": [shape, ...]}}}, op keys in first-seen order."""
     operations: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for op, shape in problems:

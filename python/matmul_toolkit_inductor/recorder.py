@@ -10,7 +10,7 @@ needs max-autotune's timings).
 
     with GemmRecorder() as recorder:
         torch.compile(model)(x)
-    recorder.save_shapeset("shapes.json")   # what `export-lut --shapeset` and `collect --shapeset` read
+    recorder.save_shapeset("shapes.json")   # what `export-lut --shapeset` and `collect-shapeset --shapeset` read
 
 torch is imported only when recording starts.
 """
