@@ -119,7 +119,7 @@ struct Problem {
     core::MMShape shape;
 };
 
-void report(const std::string& label, const model::Predictor& predictor, const std::vector<Problem>& problems,
+void report(const std::string& label, const model::InferenceModel& predictor, const std::vector<Problem>& problems,
             int iterations, std::size_t top_k) {
     std::printf("%s\n", label.c_str());
     for (auto space : {collect::SearchSpace::default_space, collect::SearchSpace::exhaustive}) {
@@ -212,7 +212,8 @@ int main(int argc, char** argv) {
         if (!model_paths.empty()) {
             for (const auto& path : model_paths) {
                 const auto predictor = model::Predictor::load(path, "cpu");
-                report(path + " (" + predictor.info().spec.describe() + ")", predictor, problems, iterations, top_k);
+                report(path + " (" + predictor.info().spec.describe() + ")", predictor.inference(), problems, iterations,
+                       top_k);
             }
         } else {
             model::ModelSpec deep;
@@ -226,7 +227,7 @@ int main(int argc, char** argv) {
                 {"train's default", model::ModelSpec{}}, {"torch-diode deep", deep}, {"torch-diode base", diode_base}};
             for (const auto& [what, spec] : specs) {
                 const auto predictor = throwaway_model(spec);
-                report(std::string(what) + ": " + spec.describe(), predictor, problems, iterations, top_k);
+                report(std::string(what) + ": " + spec.describe(), predictor.inference(), problems, iterations, top_k);
             }
         }
         std::printf("load average after: %s\n", first_line_of("/proc/loadavg", nullptr).c_str());

@@ -274,7 +274,7 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o, std::
     std::unique_ptr<collect::Backend> backend;
     if (!o.no_prune) backend = pruning_backend(predictor.info(), global);
     candidates.backend = backend.get();
-    model::CandidateRanker ranker(predictor, model::candidate_options_for(predictor.info(), candidates));
+    model::CandidateRanker ranker(predictor.inference(), model::candidate_options_for(predictor.info(), candidates));
 
     std::vector<model::RankedProblem> ranked;
     for (const auto& entry : shapeset.operations) {
@@ -319,7 +319,7 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, std::s
         for (const auto& timed : group.timings) configs.push_back(timed.config);
         const int units = model::lookup_hardware(group.hardware).parallel_units;
         model::RankedProblem problem{group.hardware, group.op_key, group.shape,
-                                     model::top_k_configs(predictor, group.op_key, group.shape, configs,
+                                     model::top_k_configs(predictor.inference(), group.op_key, group.shape, configs,
                                                           per_problem, units),
                                      {}};
         // The measured configs, ranked for each form as the problem it is: specialized as
@@ -332,7 +332,7 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, std::s
                 if (!collect::is_reference_config(c)) c = collect::specialize_config(c, as_run, c.allow_tf32);
             }
             auto form_configs =
-                model::top_k_configs(predictor, form.op_key, form.shape, candidates, per_problem, units);
+                model::top_k_configs(predictor.inference(), form.op_key, form.shape, candidates, per_problem, units);
             problem.forms.push_back({std::move(form), std::move(form_configs)});
         }
         ranked.push_back(std::move(problem));

@@ -189,7 +189,7 @@ int run_recommend(const RecommendOptions& o, const GlobalOptions& global) {
     std::unique_ptr<collect::Backend> backend;
     if (!o.no_prune) backend = pruning_backend(info, global);
     candidates.backend = backend.get();
-    model::CandidateRanker ranker(predictor, model::candidate_options_for(info, candidates));
+    model::CandidateRanker ranker(predictor.inference(), model::candidate_options_for(info, candidates));
 
     std::vector<Ranked> results;
     for (const auto& problem : problems) {

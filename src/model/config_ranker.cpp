@@ -8,7 +8,7 @@
 
 #include "dense_net.hpp"
 #include "matmul_toolkit/model/features.hpp"
-#include "predictor_impl.hpp"
+#include "inference_model_impl.hpp"
 
 namespace mmt::model {
 namespace {
@@ -32,7 +32,8 @@ std::vector<core::GemmConfig> distinct(const std::vector<core::GemmConfig>& conf
 // config-only features' (once per config, when the ranker is built) and the rest's (per
 // problem and config, a product of width `varying.size()` instead of num_features()).
 struct ConfigRanker::Impl {
-    const Predictor::Impl& model;
+    InferenceModel shared;  ///< keeps `model` alive
+    const InferenceModel::Impl& model;
     std::vector<core::GemmConfig> configs;
     bool allow_tf32;
     SpaceFeatures features;
@@ -47,8 +48,8 @@ struct ConfigRanker::Impl {
     std::vector<std::size_t> order;
     DenseScratch scratch;
 
-    Impl(const Predictor::Impl& model_in, std::vector<core::GemmConfig> configs_in, bool tf32)
-        : model(model_in), configs(std::move(configs_in)), allow_tf32(tf32), features(configs) {
+    Impl(const InferenceModel& model_in, std::vector<core::GemmConfig> configs_in, bool tf32)
+        : shared(model_in), model(shared.impl()), configs(std::move(configs_in)), allow_tf32(tf32), features(configs) {
         const DenseLayer& first = model.dense.chain.front();
         width = first.out;
         const std::size_t num_problem = num_problem_features();
@@ -139,16 +140,16 @@ struct ConfigRanker::Impl {
     }
 };
 
-ConfigRanker::ConfigRanker(const Predictor& predictor, const std::vector<core::GemmConfig>& configs,
+ConfigRanker::ConfigRanker(const InferenceModel& model, const std::vector<core::GemmConfig>& configs,
                            bool allow_tf32)
-    : m_impl(std::make_unique<Impl>(predictor.impl(), distinct(configs), allow_tf32)) {
+    : m_impl(std::make_unique<Impl>(model, distinct(configs), allow_tf32)) {
     // One ranking now sizes every buffer, so no later call allocates them.
     m_impl->predict("mm", core::make_shape(1, 64, 64, 64, "float32"), 0);
     m_impl->order.resize(m_impl->configs.size());
 }
 
-ConfigRanker::ConfigRanker(const Predictor& predictor, collect::SearchSpace space, bool allow_tf32)
-    : ConfigRanker(predictor, collect::configs_for(space), allow_tf32) {}
+ConfigRanker::ConfigRanker(const InferenceModel& model, collect::SearchSpace space, bool allow_tf32)
+    : ConfigRanker(model, collect::configs_for(space), allow_tf32) {}
 
 ConfigRanker::ConfigRanker(ConfigRanker&&) noexcept = default;
 ConfigRanker& ConfigRanker::operator=(ConfigRanker&&) noexcept = default;

@@ -54,7 +54,7 @@ inline void accumulate_product(const float* x, std::size_t rows, std::size_t in,
     accumulate_product(x, in, rows, in, weight, out, y, out);
 }
 
-/// The FoldedNet computation (see networks.hpp): base is a chain of layers; deep is an input
+/// The folded network (folding.hpp) on float arrays: base is a chain of layers; deep is an input
 /// layer, an affine map, residual blocks relu(second(first(h)) + h) and an output layer.
 class DenseNet {
 public:

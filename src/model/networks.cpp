@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include <torch/nn/init.h>
+#include <torch/types.h>
 
 #include "matmul_toolkit/core/error.hpp"
 
@@ -105,66 +106,32 @@ void RuntimeNetImpl::set_dropout_generator(const std::optional<at::Generator>& g
     }
 }
 
+FoldedNetwork RuntimeNetImpl::fold() const { return fold_network(m_spec, state_values()); }
+
 namespace {
 
-/// BatchNorm in eval mode as y = scale ⊙ x + shift.
-std::pair<at::Tensor, at::Tensor> affine_of(const torch::nn::BatchNorm1dImpl& norm) {
-    const at::Tensor scale = norm.weight / torch::sqrt(norm.running_var + norm.options.eps());
-    return {scale, norm.bias - norm.running_mean * scale};
-}
-
-/// A Linear whose input first went through y = scale ⊙ x + shift:
-/// W (scale ⊙ x + shift) + b = (W · diag(scale)) x + (W shift + b).
-std::pair<at::Tensor, at::Tensor> absorb_input_affine(const at::Tensor& weight, const at::Tensor& bias,
-                                                      const at::Tensor& scale, const at::Tensor& shift) {
-    return {weight * scale.unsqueeze(0), bias + torch::mv(weight, shift)};
+at::Tensor tensor_of(const std::vector<float>& values, std::vector<std::int64_t> sizes, c10::Device device) {
+    return torch::tensor(at::ArrayRef<float>(values), torch::kFloat32).reshape(sizes).to(device);
 }
 
 }  // namespace
 
-FoldedNet RuntimeNetImpl::fold() const {
-    torch::NoGradGuard no_grad;
-    FoldedNet folded;
-    auto dense = [](const at::Tensor& weight, const at::Tensor& bias, bool relu) {
-        FoldedNet::Dense d;
-        d.weight_t = weight.detach().t().contiguous();
-        d.bias = bias.detach().contiguous();
-        d.relu = relu;
+FoldedNet::FoldedNet(const FoldedNetwork& folded, c10::Device device) : m_deep(folded.deep) {
+    auto dense = [&](const FoldedLayer& layer) {
+        Dense d;
+        d.weight_t = tensor_of(layer.weight_t, {static_cast<std::int64_t>(layer.in), static_cast<std::int64_t>(layer.out)},
+                               device);
+        d.bias = tensor_of(layer.bias, {static_cast<std::int64_t>(layer.out)}, device);
+        d.relu = layer.relu;
         return d;
     };
-    if (m_base) {
-        // Entries come in fours (Linear, ReLU, BatchNorm, Dropout), then the output Linear;
-        // each BatchNorm folds into the Linear after it.
-        at::Tensor scale, shift;
-        const std::size_t n = m_base->size();
-        for (std::size_t i = 0; i < n; i += 4) {
-            const auto* linear = m_base->ptr(i)->as<torch::nn::LinearImpl>();
-            at::Tensor w = linear->weight, b = linear->bias;
-            if (scale.defined()) std::tie(w, b) = absorb_input_affine(w, b, scale, shift);
-            const bool last = i + 1 == n;
-            folded.m_chain.push_back(dense(w, b, !last));
-            if (!last) std::tie(scale, shift) = affine_of(*m_base->ptr(i + 2)->as<torch::nn::BatchNorm1dImpl>());
-        }
-        return folded;
-    }
-    folded.m_deep = true;
-    const auto* input = m_input->ptr(0)->as<torch::nn::LinearImpl>();
-    folded.m_chain.push_back(dense(input->weight, input->bias, true));
-    std::tie(folded.m_input_scale, folded.m_input_shift) = affine_of(*m_input->ptr(2)->as<torch::nn::BatchNorm1dImpl>());
-    for (const auto& block : m_blocks) {
-        const auto& seq = block->m_block;
-        const auto* first = seq->ptr(0)->as<torch::nn::LinearImpl>();
-        const auto [mid_scale, mid_shift] = affine_of(*seq->ptr(2)->as<torch::nn::BatchNorm1dImpl>());
-        const auto* second = seq->ptr(4)->as<torch::nn::LinearImpl>();
-        const auto [out_scale, out_shift] = affine_of(*seq->ptr(5)->as<torch::nn::BatchNorm1dImpl>());
-        auto [w, b] = absorb_input_affine(second->weight, second->bias, mid_scale, mid_shift);
-        // The BatchNorm after the second Linear scales its output rows.
-        w = w * out_scale.unsqueeze(1);
-        b = b * out_scale + out_shift;
-        folded.m_blocks.emplace_back(dense(first->weight, first->bias, true), dense(w, b, false));
-    }
-    folded.m_output = dense(m_output->weight, m_output->bias, false);
-    return folded;
+    for (const auto& layer : folded.chain) m_chain.push_back(dense(layer));
+    if (!m_deep) return;
+    const auto width = static_cast<std::int64_t>(folded.input_scale.size());
+    m_input_scale = tensor_of(folded.input_scale, {width}, device);
+    m_input_shift = tensor_of(folded.input_shift, {width}, device);
+    for (const auto& [first, second] : folded.blocks) m_blocks.emplace_back(dense(first), dense(second));
+    m_output = dense(folded.output);
 }
 
 at::Tensor FoldedNet::forward(const at::Tensor& x) const {
@@ -184,35 +151,17 @@ at::Tensor FoldedNet::forward(const at::Tensor& x) const {
     return apply(m_output, h);
 }
 
-namespace {
-
-std::vector<float> to_floats(const at::Tensor& t) {
-    const at::Tensor cpu = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    return std::vector<float>(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
-}
-
-DenseLayer to_dense_layer(const at::Tensor& weight_t, const at::Tensor& bias, bool relu, bool find_blocks = true) {
-    return make_dense_layer(static_cast<std::size_t>(weight_t.size(0)), static_cast<std::size_t>(weight_t.size(1)),
-                            to_floats(weight_t), to_floats(bias), relu, find_blocks);
-}
-
-}  // namespace
-
-DenseNet FoldedNet::to_dense() const {
+StateDict RuntimeNetImpl::state_values() const {
     torch::NoGradGuard no_grad;
-    DenseNet net;
-    // The first layer stays dense: ConfigRanker splits its weights by feature.
-    for (const auto& d : m_chain) net.chain.push_back(to_dense_layer(d.weight_t, d.bias, d.relu, !net.chain.empty()));
-    net.deep = m_deep;
-    if (!m_deep) return net;
-    net.input_scale = to_floats(m_input_scale);
-    net.input_shift = to_floats(m_input_shift);
-    for (const auto& [first, second] : m_blocks) {
-        net.blocks.emplace_back(to_dense_layer(first.weight_t, first.bias, first.relu),
-                                to_dense_layer(second.weight_t, second.bias, second.relu));
+    StateDict out;
+    for (const auto& [name, tensor] : state_dict()) {
+        const at::Tensor cpu = tensor.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+        StateTensor values;
+        values.sizes.assign(cpu.sizes().begin(), cpu.sizes().end());
+        values.values.assign(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
+        out.emplace_back(name, std::move(values));
     }
-    net.output = to_dense_layer(m_output.weight_t, m_output.bias, m_output.relu);
-    return net;
+    return out;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> RuntimeNetImpl::state_dict() const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <ATen/core/Generator.h>
+#include <c10/core/Device.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -18,6 +19,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "dense_net.hpp"
+#include "folding.hpp"
 #include "matmul_toolkit/model/model_spec.hpp"
 
 namespace mmt::model {
@@ -50,19 +52,17 @@ private:
 };
 TORCH_MODULE(ResidualBlock);
 
-/// An eval-mode network with every BatchNorm folded into a neighbouring Linear and dropout
-/// gone: a chain of matrix products, bias adds and ReLUs, which is all inference needs.
-/// Predictions equal the module's eval-mode output up to float rounding.
+/// The folded network (folding.hpp) as LibTorch tensors on a device: large batches and GPUs
+/// run it; predictions equal DenseNet's on the same arrays up to float rounding.
 class FoldedNet {
 public:
+    FoldedNet() = default;
+    FoldedNet(const FoldedNetwork& folded, c10::Device device);
+
     /// ln(time ms) for standardised rows (rows × features, float32, on the net's device).
     at::Tensor forward(const at::Tensor& x) const;
 
-    /// The same network as float arrays on the CPU (for DenseNet's single-thread kernels).
-    DenseNet to_dense() const;
-
 private:
-    friend class RuntimeNetImpl;
     struct Dense {
         at::Tensor weight_t;  ///< in × out, contiguous, so a row batch multiplies it directly
         at::Tensor bias;
@@ -94,11 +94,13 @@ public:
     /// Dropout masks drawn from `generator` (CPU networks; nullopt: the global generator).
     void set_dropout_generator(const std::optional<at::Generator>& generator);
 
-    /// The eval-mode computation with BatchNorm folded away (see FoldedNet).
-    FoldedNet fold() const;
+    /// The eval-mode computation with BatchNorm folded away (fold_network of state_values()).
+    FoldedNetwork fold() const;
 
     /// Parameters and buffers by their state-dict names.
     std::vector<std::pair<std::string, torch::Tensor>> state_dict() const;
+    /// The same as CPU values (what fold_network and the checkpoint reader work with).
+    StateDict state_values() const;
 
     const ModelSpec& spec() const { return m_spec; }
 

@@ -8,7 +8,6 @@
 
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
-#include <torch/serialize.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -16,15 +15,13 @@
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
+#include "checkpoint_reader.hpp"
+#include "inference_model_impl.hpp"
 #include "predictor_impl.hpp"
 #include "torch_archive.hpp"
-#include "torch_archive_check.hpp"
 
 namespace mmt::model {
 namespace {
-
-constexpr const char* kFormatName = "matmul_toolkit.runtime_model";
-constexpr std::int64_t kFormatVersion = 1;
 
 c10::Device parse_device(const std::string& device) {
     if (device == "cpu") return c10::Device(c10::kCPU);
@@ -41,157 +38,15 @@ at::Tensor float_tensor(const std::vector<float>& values) {
     return torch::tensor(at::ArrayRef<float>(values), torch::kFloat32);
 }
 
-// ---- reading a checkpoint ------------------------------------------------------------
-
-class CheckpointReader {
-public:
-    CheckpointReader(c10::Dict<c10::IValue, c10::IValue> dict, std::string path)
-        : m_dict(std::move(dict)), m_path(std::move(path)) {}
-
-    bool has(const std::string& key) const { return m_dict.find(c10::IValue(key)) != m_dict.end(); }
-
-    c10::IValue get(const std::string& key) const {
-        auto it = m_dict.find(c10::IValue(key));
-        if (it == m_dict.end()) fail("missing key '" + key + "'");
-        return it->value();
-    }
-
-    std::string get_string(const std::string& key) const {
-        auto v = get(key);
-        if (!v.isString()) fail("'" + key + "' is not a string");
-        return v.toStringRef();
-    }
-
-    std::int64_t get_int(const std::string& key) const {
-        auto v = get(key);
-        if (!v.isInt()) fail("'" + key + "' is not an integer");
-        return v.toInt();
-    }
-
-    double get_double(const std::string& key) const {
-        auto v = get(key);
-        if (v.isDouble()) return v.toDouble();
-        if (v.isInt()) return static_cast<double>(v.toInt());
-        fail("'" + key + "' is not a number");
-    }
-
-    std::vector<std::string> get_strings(const std::string& key) const {
-        auto v = get(key);
-        if (!v.isList()) fail("'" + key + "' is not a list");
-        std::vector<std::string> out;
-        for (const auto& item : v.toListRef()) {
-            if (!item.isString()) fail("'" + key + "' holds a non-string");
-            out.push_back(item.toStringRef());
-        }
-        return out;
-    }
-
-    std::vector<int> get_ints(const std::string& key) const {
-        auto v = get(key);
-        if (!v.isList()) fail("'" + key + "' is not a list");
-        std::vector<int> out;
-        for (const auto& item : v.toListRef()) {
-            if (!item.isInt()) fail("'" + key + "' holds a non-integer");
-            out.push_back(static_cast<int>(item.toInt()));
-        }
-        return out;
-    }
-
-    std::vector<float> get_floats(const std::string& key) const {
-        auto v = get(key);
-        std::vector<float> out;
-        if (v.isTensor()) {
-            auto t = v.toTensor().to(torch::kCPU, torch::kFloat32).contiguous().reshape({-1});
-            out.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
-        } else if (v.isList()) {
-            for (const auto& item : v.toListRef()) {
-                if (item.isDouble()) out.push_back(static_cast<float>(item.toDouble()));
-                else if (item.isInt()) out.push_back(static_cast<float>(item.toInt()));
-                else fail("'" + key + "' holds a non-number");
-            }
-        } else {
-            fail("'" + key + "' is neither a tensor nor a list of numbers");
-        }
-        return out;
-    }
-
-    CheckpointReader sub(const std::string& key) const {
-        auto v = get(key);
-        if (!v.isGenericDict()) fail("'" + key + "' is not a dict");
-        return CheckpointReader(v.toGenericDict(), m_path);
-    }
-
-    const c10::Dict<c10::IValue, c10::IValue>& dict() const { return m_dict; }
-
-    [[noreturn]] void fail(const std::string& what) const {
-        throw core::InputError(m_path, "not a valid matmul_toolkit model checkpoint: " + what);
-    }
-
-private:
-    c10::Dict<c10::IValue, c10::IValue> m_dict;
-    std::string m_path;
-};
-
-std::string first_line(const std::string& text) {
-    const auto end = text.find('\n');
-    return end == std::string::npos ? text : text.substr(0, end);
-}
-
-// The Linear weights alone (a lower bound on the parameters): what the file must hold.
-double min_parameter_count(const ModelSpec& spec, std::size_t inputs) {
-    double count = 0.0;
-    double width = static_cast<double>(inputs);
-    if (spec.type == ModelType::base) {
-        for (int d : spec.hidden_dims) {
-            count += width * d;
-            width = d;
-        }
-    } else {
-        width = spec.hidden_dim;
-        count += static_cast<double>(inputs) * width + 2.0 * width * width * spec.num_layers;
-    }
-    return count + width;
-}
-
-void check_features(const std::vector<std::string>& stored, const std::string& path) {
-    const auto& current = feature_names();
-    if (stored == current) return;
-    std::ostringstream what;
-    what << "the model was trained with " << stored.size() << " features but this build computes "
-         << current.size();
-    for (std::size_t i = 0; i < std::min(stored.size(), current.size()); ++i) {
-        if (stored[i] != current[i]) {
-            what << " (feature " << i << " is '" << stored[i] << "' in the model, '" << current[i]
-                 << "' here)";
-            break;
-        }
-    }
-    what << "; retrain the model with this version of matmul_toolkit";
-    throw core::InputError(path, what.str());
-}
-
-void load_state_dict(RuntimeNet& net, const CheckpointReader& state) {
+/// Copies a checkpoint's state dict (read_checkpoint checked it against the architecture)
+/// into the network's parameters and buffers.
+void load_state(RuntimeNet& net, const StateDict& state) {
     torch::NoGradGuard no_grad;
-    auto expected = net->state_dict();
-    for (auto& [name, tensor] : expected) {
-        auto v = state.get(name);
-        if (!v.isTensor()) state.fail("model_state_dict['" + name + "'] is not a tensor");
-        const auto& stored = v.toTensor();
-        if (stored.sizes() != tensor.sizes()) {
-            std::ostringstream what;
-            what << "model_state_dict['" << name << "'] has shape " << stored.sizes()
-                 << ", the architecture needs " << tensor.sizes();
-            state.fail(what.str());
-        }
-        tensor.copy_(stored);
-    }
-    if (state.dict().size() != expected.size()) {
-        for (const auto& entry : state.dict()) {
-            const std::string key = entry.key().isString() ? entry.key().toStringRef() : "?";
-            const bool known = std::any_of(expected.begin(), expected.end(),
-                                           [&](const auto& e) { return e.first == key; });
-            if (!known) state.fail("model_state_dict has an unexpected entry '" + key + "'");
-        }
+    for (auto& [name, tensor] : net->state_dict()) {
+        const StateTensor* stored = find_state(state, name);
+        if (stored == nullptr) throw core::Error("model", "the checkpoint's state dict lacks '" + name + "'");
+        const auto values = torch::from_blob(const_cast<double*>(stored->values.data()), stored->sizes, torch::kFloat64);
+        tensor.copy_(values);
     }
 }
 
@@ -199,45 +54,33 @@ void load_state_dict(RuntimeNet& net, const CheckpointReader& state) {
 
 // ---- Impl -----------------------------------------------------------------------------
 
-Predictor::Impl::Impl(ModelInfo info_in, RuntimeNet net_in, c10::Device device_in)
-    : info(std::move(info_in)), net(std::move(net_in)), device(device_in) {
-    inv_std.resize(info.feature_std.size());
-    for (std::size_t i = 0; i < inv_std.size(); ++i) inv_std[i] = 1.0f / info.feature_std[i];
+namespace {
+
+RuntimeNet& in_eval_mode(RuntimeNet& net, c10::Device device) {
     net->to(device);
     net->eval();
-    folded = net->fold();
-    dense = folded.to_dense();
+    return net;
 }
 
-void Predictor::Impl::standardise(float* rows, std::size_t count) const {
-    const std::size_t width = inv_std.size();
-    const float* mean = info.feature_mean.data();
-    const float* scale = inv_std.data();
-    for (std::size_t r = 0; r < count; ++r) {
-        float* row = rows + r * width;
-        for (std::size_t j = 0; j < width; ++j) row[j] = (row[j] - mean[j]) * scale[j];
-    }
+}  // namespace
+
+Predictor::Impl::Impl(ModelInfo info_in, RuntimeNet net_in, c10::Device device_in)
+    : info(std::move(info_in)), net(std::move(net_in)), device(device_in) {
+    const FoldedNetwork plain = in_eval_mode(net, device)->fold();
+    inference = InferenceModel(std::make_shared<const InferenceModel::Impl>(info, plain));
+    folded = FoldedNet(plain, device);
 }
 
 std::vector<double> Predictor::Impl::forward(const float* standardised, std::size_t rows) const {
+    // One problem's configs, or a validation batch: the calling thread does it faster than
+    // LibTorch's operators and BLAS threads (see dense_net.hpp).
+    if (device.type() == c10::kCPU && rows <= kDenseRows) return inference.forward(standardised, rows);
     std::vector<double> out(rows);
-    if (rows == 0) return out;
-    if (device.type() == c10::kCPU && rows <= kDenseRows) {
-        // One problem's configs, or a validation batch: the calling thread does it faster
-        // than LibTorch's operators and BLAS threads (see dense_net.hpp).
-        // Reused per thread: fresh buffers would cost a page fault per page on every call.
-        thread_local DenseScratch scratch;
-        thread_local std::vector<float> values;
-        values.resize(rows);
-        dense.forward(standardised, rows, values.data(), scratch);
-        std::copy(values.begin(), values.end(), out.begin());
-        return out;
-    }
     c10::InferenceMode guard;
-    const auto width = static_cast<std::int64_t>(inv_std.size());
+    const auto width = static_cast<std::int64_t>(num_features());
     for (std::size_t start = 0; start < rows; start += batch_size) {
         const std::size_t count = std::min(batch_size, rows - start);
-        auto input = torch::from_blob(const_cast<float*>(standardised + start * inv_std.size()),
+        auto input = torch::from_blob(const_cast<float*>(standardised + start * num_features()),
                                       {static_cast<std::int64_t>(count), width}, torch::kFloat32);
         if (device.type() != c10::kCPU) input = input.to(device);
         auto result = folded.forward(input).reshape({-1});
@@ -264,6 +107,8 @@ const Predictor::Impl& Predictor::loaded() const {
 
 const ModelInfo& Predictor::info() const { return loaded().info; }
 
+const InferenceModel& Predictor::inference() const { return loaded().inference; }
+
 void Predictor::set_batch_size(std::size_t rows) {
     loaded();
     m_impl->batch_size = std::max<std::size_t>(1, rows);
@@ -273,13 +118,8 @@ std::vector<double> Predictor::predict_log_ms(const std::string& op_key, const c
                                               const std::vector<core::GemmConfig>& configs,
                                               int parallel_units) const {
     const auto& model = loaded();
-    const ProblemFeatures problem(op_key, shape,
-                                  parallel_units > 0 ? parallel_units : model.info.parallel_units);
-    const std::size_t width = num_features();
-    thread_local std::vector<float> rows;  // reused: see Impl::forward
-    rows.resize(configs.size() * width);
-    for (std::size_t i = 0; i < configs.size(); ++i) problem.write(configs[i], rows.data() + i * width);
-    model.standardise(rows.data(), configs.size());
+    thread_local std::vector<float> rows;  // reused: fresh buffers cost a page fault per page
+    model.inference.standardised_rows(op_key, shape, configs, parallel_units, rows);
     return model.forward(rows.data(), configs.size());
 }
 
@@ -293,14 +133,8 @@ std::vector<double> Predictor::predict_ms(const std::string& op_key, const core:
 
 std::vector<double> Predictor::predict_log_ms(const std::vector<PredictionQuery>& queries) const {
     const auto& model = loaded();
-    const std::size_t width = num_features();
-    std::vector<float> rows(queries.size() * width);
-    for (std::size_t i = 0; i < queries.size(); ++i) {
-        const auto& q = queries[i];
-        ProblemFeatures(q.op_key, q.shape, q.parallel_units > 0 ? q.parallel_units : model.info.parallel_units)
-            .write(q.config, rows.data() + i * width);
-    }
-    model.standardise(rows.data(), queries.size());
+    std::vector<float> rows;
+    model.inference.standardised_rows(queries, rows);
     return model.forward(rows.data(), queries.size());
 }
 
@@ -336,8 +170,8 @@ void Predictor::save(const std::filesystem::path& path) const {
     };
 
     auto root = PyValue::make_dict();
-    root.set("format", PyValue::from_string(kFormatName));
-    root.set("format_version", PyValue::from_int(kFormatVersion));
+    root.set("format", PyValue::from_string(kCheckpointFormat));
+    root.set("format_version", PyValue::from_int(kCheckpointFormatVersion));
     root.set("toolkit_version", PyValue::from_string(info.toolkit_version));
     root.set("model_type", PyValue::from_string(to_string(info.spec.type)));
     // torch-diode's checkpoint keys, so its model classes can be built from this file.
@@ -388,94 +222,11 @@ void Predictor::save(const std::filesystem::path& path) const {
 }
 
 Predictor Predictor::load(const std::filesystem::path& path, const std::string& device_name) {
-    const std::string where = path.string();
     const c10::Device device = parse_device(device_name);
-    const std::string bytes = core::read_file(path);
-    // LibTorch's reader trusts the archive (a truncated one made it read past the buffer):
-    // nothing reaches it that our own walk of the zip and the pickle has not accepted.
-    const TorchArchiveSummary archive = check_torch_archive(bytes, where);
-    c10::IValue root;
-    try {
-        root = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-    } catch (const std::exception& e) {
-        throw core::InputError(where, "cannot read the PyTorch archive: " + first_line(e.what()));
-    }
-    if (!root.isGenericDict()) {
-        throw core::InputError(where, "not a matmul_toolkit model checkpoint (the archive holds no dict)");
-    }
-    CheckpointReader file(root.toGenericDict(), where);
-    if (!file.has("format") || file.get_string("format") != kFormatName) {
-        throw core::InputError(where, "not a matmul_toolkit model checkpoint (no format '" +
-                                          std::string(kFormatName) + "'; a torch-diode checkpoint "
-                                          "uses other features and can't be loaded)");
-    }
-    if (file.get_int("format_version") != kFormatVersion) {
-        throw core::InputError(where, "checkpoint format version " +
-                                          std::to_string(file.get_int("format_version")) +
-                                          " is not supported (expected " + std::to_string(kFormatVersion) + ")");
-    }
-
-    ModelInfo info;
-    info.feature_names = file.get_strings("feature_names");
-    check_features(info.feature_names, where);
-    info.spec.type = parse_model_type(file.get_string("model_type"));
-    if (info.spec.type == ModelType::base) {
-        info.spec.hidden_dims = file.get_ints("hidden_dims");
-    } else {
-        info.spec.hidden_dim = static_cast<int>(file.get_int("hidden_dim"));
-        info.spec.num_layers = static_cast<int>(file.get_int("num_layers"));
-    }
-    info.spec.dropout_rate = file.get_double("dropout_rate");
-    try {
-        info.spec.validate();
-    } catch (const core::InputError& e) {
-        file.fail(e.what());
-    }
-    info.feature_mean = file.get_floats("feature_mean");
-    info.feature_std = file.get_floats("feature_std");
-    if (info.feature_mean.size() != num_features() || info.feature_std.size() != num_features()) {
-        file.fail("feature_mean / feature_std do not have one entry per feature");
-    }
-    for (float s : info.feature_std) {
-        if (!(s > 0.0f) || !std::isfinite(s)) file.fail("feature_std holds a non-positive value");
-    }
-    info.hardware_name = file.get_string("hardware_name");
-    info.parallel_units = static_cast<int>(file.get_int("parallel_units"));
-    if (info.parallel_units <= 0) file.fail("parallel_units is not positive");
-    info.toolkit_version = file.has("toolkit_version") ? file.get_string("toolkit_version") : "";
-    info.vendor_rows = file.has("vendor_rows") && file.get_int("vendor_rows") != 0;
-    info.ensemble = file.has("ensemble") ? static_cast<int>(file.get_int("ensemble")) : 1;
-    if (file.has("hyperparameters")) {
-        const auto hyper = file.sub("hyperparameters");
-        if (hyper.has("learning_rate")) info.learning_rate = hyper.get_double("learning_rate");
-        if (hyper.has("weight_decay")) info.weight_decay = hyper.get_double("weight_decay");
-        if (hyper.has("batch_size")) info.batch_size = static_cast<int>(hyper.get_int("batch_size"));
-        if (hyper.has("num_epochs")) info.num_epochs = static_cast<int>(hyper.get_int("num_epochs"));
-        if (hyper.has("patience")) info.patience = static_cast<int>(hyper.get_int("patience"));
-        if (hyper.has("lr_decay_after")) info.lr_decay_after = static_cast<int>(hyper.get_int("lr_decay_after"));
-        if (hyper.has("lr_decay")) info.lr_decay = hyper.get_double("lr_decay");
-        if (hyper.has("weight_average")) info.weight_average = hyper.get_double("weight_average");
-        if (hyper.has("seed")) info.seed = hyper.get_string("seed");
-    }
-    if (file.has("training")) {
-        const auto training = file.sub("training");
-        info.epochs_run = static_cast<int>(training.get_int("epochs_run"));
-        info.best_epoch = static_cast<int>(training.get_int("best_epoch"));
-        info.best_validation_loss = training.get_double("best_validation_loss");
-        info.train_problems = static_cast<std::size_t>(training.get_int("train_problems"));
-        info.train_rows = static_cast<std::size_t>(training.get_int("train_rows"));
-    }
-
-    // The weights are in the file, so an architecture needing more than it holds is refused
-    // before LibTorch allocates it (a 4-byte hidden size could ask for terabytes).
-    if (const double needed = min_parameter_count(info.spec, num_features());
-        needed > static_cast<double>(archive.storage_elements)) {
-        file.fail("the architecture needs at least " + std::to_string(static_cast<std::uint64_t>(std::min(needed, 1e18))) +
-                  " weights, the file holds " + std::to_string(archive.storage_elements));
-    }
-    RuntimeNet net(info.spec, static_cast<int>(num_features()));
-    load_state_dict(net, file.sub("model_state_dict"));
-    return Predictor(std::make_unique<Impl>(std::move(info), std::move(net), device));
+    Checkpoint checkpoint = read_checkpoint(path);
+    RuntimeNet net(checkpoint.info.spec, static_cast<int>(num_features()));
+    load_state(net, checkpoint.state);
+    return Predictor(std::make_unique<Impl>(std::move(checkpoint.info), std::move(net), device));
 }
 
 }  // namespace mmt::model

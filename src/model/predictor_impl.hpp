@@ -7,27 +7,27 @@
 
 #include <c10/core/Device.h>
 
+#include "matmul_toolkit/model/inference_model.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "networks.hpp"
 
 namespace mmt::model {
 
 struct Predictor::Impl {
+    /// Folds `net` (eval mode, on `device`) into `inference` and `folded`.
     Impl(ModelInfo info, RuntimeNet net, c10::Device device);
 
-    ModelInfo info;
+    ModelInfo info;  ///< what save() writes
     mutable RuntimeNet net;
-    FoldedNet folded;  ///< what forward() runs: the net's eval-mode computation, folded
-    DenseNet dense;    ///< the folded net as CPU float arrays, for ConfigRanker
+    /// The folded network as CPU float arrays: every CPU prediction of up to kDenseRows rows.
+    InferenceModel inference;
+    FoldedNet folded;  ///< the same folded arrays through LibTorch: larger batches, GPUs
     c10::Device device;
-    std::vector<float> inv_std;  ///< 1 / feature_std, so standardising is a multiply
     std::size_t batch_size = 1 << 16;
     /// Up to this many rows, CPU predictions run DenseNet on the calling thread; larger
     /// batches go through LibTorch, which may spread them over threads.
     static constexpr std::size_t kDenseRows = 16384;
 
-    /// Standardises raw features in place (rows × num_features()).
-    void standardise(float* rows, std::size_t count) const;
     /// ln(ms) for standardised rows.
     std::vector<double> forward(const float* standardised, std::size_t rows) const;
 };

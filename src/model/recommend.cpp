@@ -43,12 +43,12 @@ std::vector<core::GemmConfig> candidate_configs(const std::string& op_key, const
     return distinct;
 }
 
-std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::string& op_key,
+std::vector<RankedConfig> top_k_configs(const InferenceModel& model, const std::string& op_key,
                                         const core::MMShape& shape,
                                         const std::vector<core::GemmConfig>& candidates,
                                         std::size_t top_k, int parallel_units) {
     if (candidates.empty() || top_k == 0) return {};
-    const auto log_ms = predictor.predict_log_ms(op_key, shape, candidates, parallel_units);
+    const auto log_ms = model.predict_log_ms(op_key, shape, candidates, parallel_units);
 
     // Repeated candidates would take several of the K places with one kernel.
     std::unordered_set<core::GemmConfig, core::GemmConfigHash> seen;
@@ -96,8 +96,8 @@ std::int64_t next_power_of_two(std::int64_t x) {
 
 }  // namespace
 
-CandidateRanker::CandidateRanker(const Predictor& predictor, const CandidateOptions& options)
-    : m_predictor(predictor), m_options(options) {
+CandidateRanker::CandidateRanker(const InferenceModel& model, const CandidateOptions& options)
+    : m_model(model), m_options(options) {
     if (options.backend != nullptr) return;
     for (const auto& c : collect::configs_for(options.space)) {
         m_max_block_m = std::max(m_max_block_m, c.block_m);
@@ -131,7 +131,7 @@ CandidateRanker::Prepared& CandidateRanker::prepared_for(const core::MMShape& sh
         if (m_options.inductor_scaling) {
             space = collect::inductor_scaled_configs(space, core::make_shape(1, key[0], key[1], key[2], "float32"));
         }
-        at = m_prepared.emplace(key, Prepared{ConfigRanker(m_predictor, space, m_options.allow_tf32), {}, 0}).first;
+        at = m_prepared.emplace(key, Prepared{ConfigRanker(m_model, space, m_options.allow_tf32), {}, 0}).first;
     }
     at->second.last_use = ++m_uses;
     return at->second;
@@ -160,7 +160,7 @@ void CandidateRanker::add_vendor_entry(const std::string& op_key, const core::MM
     problem.layout = layout;
     problem.shape = shape;
     const core::GemmConfig vendor = collect::reference_config(problem);
-    const double log_ms = m_predictor.predict_log_ms(op_key, shape, {vendor}).front();
+    const double log_ms = m_model.predict_log_ms(op_key, shape, {vendor}).front();
     if (std::isnan(log_ms)) {
         if (ranked.size() < top_k) ranked.push_back(RankedConfig{vendor, std::exp(log_ms)});
         return;
@@ -178,7 +178,7 @@ std::vector<RankedConfig> CandidateRanker::top_k(const std::string& op_key, cons
     if (m_options.backend != nullptr) {
         const auto configs = candidate_configs(op_key, shape, m_options);
         if (candidates != nullptr) *candidates = configs.size();
-        return top_k_configs(m_predictor, op_key, shape, configs, top_k);
+        return top_k_configs(m_model, op_key, shape, configs, top_k);
     }
     // The space's configs over the shared-memory limit at this element size are ranked
     // too, and dropped from enough of the best ones.

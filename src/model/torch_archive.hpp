@@ -4,7 +4,7 @@
 // torch.load(weights_only=True) allows (torch._utils._rebuild_tensor_v2,
 // collections.OrderedDict, torch.<Type>Storage), which LibTorch's own pickle_save does
 // not guarantee: it tags every dict and list with torch.jit._pickle.restore_type_tag.
-// Reading goes through torch::pickle_load, which also reads files saved from Python.
+// Reading is torch_archive_check.hpp's, without LibTorch; it also reads files saved from Python.
 
 #include <cstdint>
 #include <string>

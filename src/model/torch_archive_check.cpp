@@ -16,7 +16,7 @@ namespace {
 constexpr std::size_t kMaxRecords = 4096;
 constexpr std::size_t kMaxNameLength = 1024;
 constexpr std::size_t kMaxGlobalLength = 128;
-constexpr int kMaxDepth = 32;           // IValue trees are destroyed recursively
+constexpr int kMaxDepth = 32;           // value trees (ours, LibTorch's) are destroyed recursively
 constexpr std::size_t kMaxTensorDims = 16;
 
 constexpr std::uint32_t kLocalHeader = 0x04034b50;
@@ -46,21 +46,7 @@ bool checked_add(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
     return !__builtin_add_overflow(a, b, &out);
 }
 
-// A value on the pickle machine's stack: the shape LibTorch's unpickler will build, with
-// the contents kept only where a later check needs them (tuples feed tensors).
-struct Value {
-    enum class Kind { none, boolean, integer, real, string, list, dict, tuple, global, storage_type, storage, tensor };
-    enum class Global { rebuild_tensor, ordered_dict };
-
-    Kind kind = Kind::none;
-    std::int64_t integer = 0;   // integer; storage_type: item size; storage: element count
-    std::string_view text;      // string (a view into data.pkl)
-    Global global = Global::rebuild_tensor;
-    std::shared_ptr<const std::vector<Value>> items;  // tuple
-    int depth = 0;              // containers nested inside, this one included
-
-    bool is_container() const { return kind == Kind::list || kind == Kind::dict || kind == Kind::tuple; }
-};
+using Value = ArchiveValue;
 
 const char* kind_name(Value::Kind kind) {
     switch (kind) {
@@ -72,26 +58,38 @@ const char* kind_name(Value::Kind kind) {
         case Value::Kind::list: return "a list";
         case Value::Kind::dict: return "a dict";
         case Value::Kind::tuple: return "a tuple";
+        case Value::Kind::tensor: return "a tensor";
         case Value::Kind::global: return "a global";
         case Value::Kind::storage_type: return "a storage type";
         case Value::Kind::storage: return "a storage";
-        case Value::Kind::tensor: return "a tensor";
     }
     return "?";
 }
 
-struct StorageType {
+// What `integer` of a global value says it names.
+enum class Global : std::int64_t { rebuild_tensor, ordered_dict };
+
+struct StorageTypeName {
     const char* name;
+    StorageType type;
     std::int64_t item_size;
 };
 
-// The torch.<Type>Storage globals LibTorch maps to a dtype our loader can convert. Not
-// BoolStorage: a byte other than 0 or 1 read as a bool is undefined behaviour.
-constexpr StorageType kStorageTypes[] = {
-    {"FloatStorage", 4}, {"DoubleStorage", 8}, {"HalfStorage", 2}, {"BFloat16Storage", 2},
-    {"LongStorage", 8},  {"IntStorage", 4},    {"ShortStorage", 2}, {"CharStorage", 1},
-    {"ByteStorage", 1},
+// The torch.<Type>Storage globals LibTorch maps to a dtype our loader can convert.
+constexpr StorageTypeName kStorageTypes[] = {
+    {"FloatStorage", StorageType::float32, 4}, {"DoubleStorage", StorageType::float64, 8},
+    {"HalfStorage", StorageType::float16, 2},  {"BFloat16Storage", StorageType::bfloat16, 2},
+    {"LongStorage", StorageType::int64, 8},    {"IntStorage", StorageType::int32, 4},
+    {"ShortStorage", StorageType::int16, 2},   {"CharStorage", StorageType::int8, 1},
+    {"ByteStorage", StorageType::uint8, 1},
 };
+
+std::int64_t item_size(StorageType type) {
+    for (const auto& t : kStorageTypes) {
+        if (t.type == type) return t.item_size;
+    }
+    return 1;
+}
 
 struct Record {
     std::uint64_t offset = 0;
@@ -102,12 +100,14 @@ class ArchiveChecker {
 public:
     ArchiveChecker(std::string_view bytes, const std::string& where) : m_bytes(bytes), m_where(where) {}
 
-    TorchArchiveSummary run() {
+    /// The pickle's root dict; summary() then tells what the archive holds.
+    Value run() {
         read_zip();
         check_version();
-        check_pickle(record_bytes("data.pkl"));
-        return m_summary;
+        return read_pickle(record_bytes("data.pkl"));
     }
+
+    const TorchArchiveSummary& summary() const { return m_summary; }
 
 private:
     [[noreturn]] void refuse(const std::string& why) const {
@@ -385,14 +385,19 @@ private:
         Value v;
         v.kind = kind;
         v.depth = 1;
-        if (kind == Value::Kind::tuple) v.items = std::make_shared<const std::vector<Value>>();
+        if (kind == Value::Kind::dict) {
+            v.entries = std::make_shared<std::vector<std::pair<Value, Value>>>();
+        } else {
+            v.items = std::make_shared<std::vector<Value>>();
+        }
         return v;
     }
 
+    // Tuples are shared, never copied, by every memo reference to them.
     Value tuple_of(std::vector<Value> items) {
         Value v = container(Value::Kind::tuple);
         for (const auto& item : items) v.depth = std::max(v.depth, item.depth + 1);
-        v.items = std::make_shared<const std::vector<Value>>(std::move(items));
+        *v.items = std::move(items);
         return v;
     }
 
@@ -431,16 +436,16 @@ private:
         const std::string_view name = read_line();
         Value v = scalar(Value::Kind::global);
         if (module == "torch._utils" && name == "_rebuild_tensor_v2") {
-            v.global = Value::Global::rebuild_tensor;
+            v.integer = static_cast<std::int64_t>(Global::rebuild_tensor);
         } else if (module == "collections" && name == "OrderedDict") {
-            v.global = Value::Global::ordered_dict;
+            v.integer = static_cast<std::int64_t>(Global::ordered_dict);
         } else if (module == "torch") {
             const auto* type = std::find_if(std::begin(kStorageTypes), std::end(kStorageTypes),
-                                            [&](const StorageType& t) { return name == t.name; });
+                                            [&](const StorageTypeName& t) { return name == t.name; });
             if (type == std::end(kStorageTypes)) {
                 refuse_at(at, "the global torch." + std::string(name) + " is not a storage type a checkpoint uses");
             }
-            v = scalar(Value::Kind::storage_type, type->item_size);
+            v = scalar(Value::Kind::storage_type, static_cast<std::int64_t>(type->type));
         } else {
             refuse_at(at, "the global " + std::string(module) + "." + std::string(name) +
                               " is not one a checkpoint uses");
@@ -467,8 +472,10 @@ private:
         if (location != "cpu" && !cuda) bad("names the device " + quoted(location));
         if (f[4].kind != Value::Kind::integer || f[4].integer < 0) bad("has no element count");
         const auto numel = static_cast<std::uint64_t>(f[4].integer);
+        const auto type = static_cast<StorageType>(f[1].integer);
         std::uint64_t bytes = 0;
-        if (!checked_mul(numel, static_cast<std::uint64_t>(f[1].integer), bytes)) bad("is too large");
+        if (!checked_mul(numel, static_cast<std::uint64_t>(item_size(type)), bytes)) bad("is too large");
+        Value storage = scalar(Value::Kind::storage, f[4].integer);
         if (numel > 0) {
             const std::string record = "data/" + std::string(f[2].text);
             const Record* r = find(record);
@@ -477,9 +484,14 @@ private:
                 bad("claims " + std::to_string(bytes) + " bytes but record " + quoted(record) + " holds " +
                     std::to_string(r->size));
             }
+            storage.text = m_bytes.substr(r->offset, r->size);
         }
+        auto layout = std::make_shared<ArchiveTensor>();
+        layout->type = type;
+        layout->storage = storage.text;
+        storage.tensor = std::move(layout);
         if (!checked_add(m_summary.storage_elements, numel, m_summary.storage_elements)) bad("is too large");
-        push(scalar(Value::Kind::storage, f[4].integer), at);
+        push(std::move(storage), at);
     }
 
     // _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks): LibTorch sets
@@ -517,7 +529,15 @@ private:
         }
         if (numel == 0 && offset > storage) bad("starts past its storage");
         ++m_summary.tensors;
-        return scalar(Value::Kind::tensor);
+        auto tensor = std::make_shared<ArchiveTensor>(*a[0].tensor);
+        for (std::size_t d = 0; d < sizes.size(); ++d) {
+            tensor->sizes.push_back(sizes[d].integer);
+            tensor->strides.push_back(strides[d].integer);
+        }
+        tensor->storage_offset = a[1].integer;
+        Value v = scalar(Value::Kind::tensor);
+        v.tensor = std::move(tensor);
+        return v;
     }
 
     void reduce(std::size_t at) {
@@ -525,7 +545,7 @@ private:
         const Value args = pop();
         const Value callee = pop();
         if (callee.kind != Value::Kind::global) refuse_at(at, std::string("REDUCE calls ") + kind_name(callee.kind));
-        if (callee.global == Value::Global::rebuild_tensor) {
+        if (callee.integer == static_cast<std::int64_t>(Global::rebuild_tensor)) {
             push(rebuild_tensor(args, at), at);
         } else {
             // LibTorch turns OrderedDict() (a tensor's empty backward hooks) into None.
@@ -551,7 +571,7 @@ private:
         push(v, at);
     }
 
-    void check_pickle(std::string_view pickle) {
+    Value read_pickle(std::string_view pickle) {
         m_pickle = pickle;
         m_pos = 0;
         if (pickle.size() < 2 || static_cast<unsigned char>(pickle[0]) != 0x80 || pickle[1] != 2) {
@@ -573,7 +593,7 @@ private:
                         refuse_at(at, std::string("the pickle holds ") + kind_name(m_stack[0].kind) + ", not a dict");
                     }
                     if (m_pos != m_pickle.size()) refuse_at(m_pos, "bytes after STOP");
-                    return;
+                    return std::move(m_stack[0]);
                 case '}': push(container(Value::Kind::dict), at); break;
                 case ']': push(container(Value::Kind::list), at); break;
                 case ')': push(container(Value::Kind::tuple), at); break;
@@ -590,11 +610,16 @@ private:
                     push(scalar(Value::Kind::integer, static_cast<std::int64_t>(read_le(8))), at);
                     break;
                 }
-                case 'G':
+                case 'G': {  // BINFLOAT: big-endian
                     need(8);
+                    std::uint64_t bits = 0;
+                    for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<unsigned char>(m_pickle[m_pos + i]);
                     m_pos += 8;
-                    push(scalar(Value::Kind::real), at);
+                    Value v = scalar(Value::Kind::real);
+                    std::memcpy(&v.real, &bits, sizeof bits);
+                    push(std::move(v), at);
                     break;
+                }
                 case 'X': {  // BINUNICODE
                     const std::uint64_t len = read_le(4);
                     need(static_cast<std::size_t>(len));
@@ -618,7 +643,10 @@ private:
                 case 'e': {  // APPENDS
                     auto items = take_marked(at, mark);
                     Value& list = container_below(mark, Value::Kind::list, at);
-                    for (const auto& item : items) grow(list, item, at);
+                    for (auto& item : items) {
+                        grow(list, item, at);
+                        list.items->push_back(std::move(item));
+                    }
                     break;
                 }
                 case 'u': {  // SETITEMS
@@ -628,6 +656,7 @@ private:
                     for (std::size_t k = 0; k < items.size(); k += 2) {
                         check_key(items[k], at);
                         grow(dict, items[k + 1], at);
+                        dict.entries->emplace_back(std::move(items[k]), std::move(items[k + 1]));
                     }
                     break;
                 }
@@ -636,10 +665,11 @@ private:
                     if (m_stack.size() < 3 || m_stack[m_stack.size() - 3].kind != Value::Kind::dict) {
                         refuse_at(at, "SETITEM without a dict to fill");
                     }
-                    const Value value = pop();
-                    const Value key = pop();
+                    Value value = pop();
+                    Value key = pop();
                     check_key(key, at);
                     grow(m_stack.back(), value, at);
+                    m_stack.back().entries->emplace_back(std::move(key), std::move(value));
                     break;
                 }
                 case 'q': memo_put(read_le(1), at); break;
@@ -669,10 +699,109 @@ private:
     std::vector<Value> m_memo;
 };
 
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t exponent = (h >> 10) & 0x1fu;
+    std::uint32_t mantissa = h & 0x3ffu;
+    std::uint32_t bits = 0;
+    if (exponent == 0x1f) {
+        bits = sign | 0x7f800000u | (mantissa << 13);  // inf, NaN
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    } else if (mantissa != 0) {  // subnormal: normalise
+        int shift = 0;
+        while ((mantissa & 0x400u) == 0) {
+            mantissa <<= 1;
+            ++shift;
+        }
+        bits = sign | (static_cast<std::uint32_t>(113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
+    } else {
+        bits = sign;
+    }
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+// One little-endian element (x86 and ARM Linux are little-endian, as the writer assumes).
+template <typename T>
+T element_at(std::string_view storage, std::size_t index) {
+    T v;
+    std::memcpy(&v, storage.data() + index * sizeof(T), sizeof(T));
+    return v;
+}
+
+double element(StorageType type, std::string_view storage, std::size_t index) {
+    switch (type) {
+        case StorageType::float32: return element_at<float>(storage, index);
+        case StorageType::float64: return element_at<double>(storage, index);
+        case StorageType::float16: return half_to_float(element_at<std::uint16_t>(storage, index));
+        case StorageType::bfloat16: {
+            const std::uint32_t bits = static_cast<std::uint32_t>(element_at<std::uint16_t>(storage, index)) << 16;
+            float f;
+            std::memcpy(&f, &bits, sizeof f);
+            return f;
+        }
+        case StorageType::int64: return static_cast<double>(element_at<std::int64_t>(storage, index));
+        case StorageType::int32: return element_at<std::int32_t>(storage, index);
+        case StorageType::int16: return element_at<std::int16_t>(storage, index);
+        case StorageType::int8: return element_at<std::int8_t>(storage, index);
+        case StorageType::uint8: return element_at<std::uint8_t>(storage, index);
+    }
+    return 0.0;
+}
+
 }  // namespace
 
+std::size_t ArchiveTensor::numel() const {
+    std::size_t n = 1;
+    for (auto s : sizes) n *= static_cast<std::size_t>(s);
+    return n;
+}
+
+std::vector<double> ArchiveTensor::values() const {
+    std::vector<double> out;
+    const std::size_t n = numel();
+    out.reserve(n);
+    if (n == 0) return out;
+    // An odometer over the indices, last dimension fastest.
+    std::vector<std::int64_t> index(sizes.size(), 0);
+    std::int64_t at = storage_offset;
+    for (std::size_t i = 0; i < n; ++i) {
+        out.push_back(element(type, storage, static_cast<std::size_t>(at)));
+        for (std::size_t d = sizes.size(); d-- > 0;) {
+            if (++index[d] < sizes[d]) {
+                at += strides[d];
+                break;
+            }
+            at -= strides[d] * (sizes[d] - 1);
+            index[d] = 0;
+        }
+    }
+    return out;
+}
+
+const ArchiveValue* ArchiveValue::find(std::string_view key) const {
+    if (kind != Kind::dict) return nullptr;
+    for (auto it = entries->rbegin(); it != entries->rend(); ++it) {
+        if (it->first.kind == Kind::string && it->first.text == key) return &it->second;
+    }
+    return nullptr;
+}
+
+TorchArchive read_torch_archive(std::string bytes, const std::string& where) {
+    TorchArchive archive;
+    archive.bytes = std::make_shared<const std::string>(std::move(bytes));
+    ArchiveChecker reader(*archive.bytes, where);
+    archive.root = reader.run();
+    archive.summary = reader.summary();
+    return archive;
+}
+
 TorchArchiveSummary check_torch_archive(std::string_view bytes, const std::string& where) {
-    return ArchiveChecker(bytes, where).run();
+    ArchiveChecker reader(bytes, where);
+    (void)reader.run();
+    return reader.summary();
 }
 
 }  // namespace mmt::model

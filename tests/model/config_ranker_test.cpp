@@ -76,7 +76,7 @@ TEST(ConfigRanker, AgreesWithCandidateConfigsAndThePredictor) {
         const auto predictor = random_model(type);
         for (auto space : {collect::SearchSpace::default_space, collect::SearchSpace::exhaustive}) {
             for (bool tf32 : {false, true}) {
-                ConfigRanker ranker(predictor, space, tf32);
+                ConfigRanker ranker(predictor.inference(), space, tf32);
                 CandidateOptions options;
                 options.space = space;
                 options.allow_tf32 = tf32;
@@ -92,7 +92,7 @@ TEST(ConfigRanker, AgreesWithCandidateConfigsAndThePredictor) {
                         ASSERT_NEAR(predicted[i], expected[i], 2e-4) << where << " config " << i;
                     }
 
-                    const auto reference = top_k_configs(predictor, p.op_key, p.shape, candidates, 10);
+                    const auto reference = top_k_configs(predictor.inference(), p.op_key, p.shape, candidates, 10);
                     const auto top = ranker.top_k(p.op_key, p.shape, 10);
                     ASSERT_EQ(top.size(), reference.size()) << where;
                     for (std::size_t i = 0; i < top.size(); ++i) {
@@ -121,7 +121,7 @@ TEST(ConfigRanker, DropsRepeatsAndReturnsTheWholeSpaceWhenKIsLarger) {
     const std::size_t distinct = once.size();
     auto configs = once;
     configs.insert(configs.end(), once.begin(), once.end());
-    ConfigRanker ranker(predictor, configs);
+    ConfigRanker ranker(predictor.inference(), configs);
     EXPECT_EQ(ranker.size(), distinct);
     const auto top = ranker.top_k("mm", core::make_shape(1, 512, 512, 512, "float16"), 1000);
     ASSERT_EQ(top.size(), distinct);
@@ -135,8 +135,8 @@ TEST(ConfigRanker, BadConfigsAndProblemsAreInputErrors) {
     const auto predictor = random_model(ModelType::base);
     auto bad = collect::default_configs();
     bad[3].num_warps = 0;
-    EXPECT_THROW(ConfigRanker(predictor, bad), core::InputError);
-    ConfigRanker ranker(predictor, collect::SearchSpace::default_space);
+    EXPECT_THROW(ConfigRanker(predictor.inference(), bad), core::InputError);
+    ConfigRanker ranker(predictor.inference(), collect::SearchSpace::default_space);
     EXPECT_THROW(ranker.top_k("mm", core::make_shape(1, 0, 8, 8, "float16"), 5), core::InputError);
     EXPECT_THROW(ranker.top_k("conv", core::make_shape(1, 8, 8, 8, "float16"), 5), core::InputError);
     // Still usable after a refused problem.
@@ -183,7 +183,7 @@ TEST(CandidateRanker, AgreesWithCandidateConfigsOnEveryProblem) {
             CandidateOptions options;
             options.space = space;
             options = candidate_options_for(info, options);
-            CandidateRanker ranker(predictor, options);
+            CandidateRanker ranker(predictor.inference(), options);
             // Twice: the second round ranks with the rankers the first one prepared.
             for (const auto& p : {kProblems[0], kProblems[1], kProblems[2], kProblems[3], kProblems[1], kProblems[3]}) {
                 const auto candidates = candidate_configs(p.op_key, p.shape, options);
@@ -193,7 +193,7 @@ TEST(CandidateRanker, AgreesWithCandidateConfigsOnEveryProblem) {
                     const std::string where = collect::search_space_name(space) + " " + p.op_key + " M=" +
                                               std::to_string(p.shape.M) + (vendor ? " vendor" : "") + " k=" +
                                               std::to_string(k);
-                    const auto expected = top_k_configs(predictor, p.op_key, p.shape, candidates, k);
+                    const auto expected = top_k_configs(predictor.inference(), p.op_key, p.shape, candidates, k);
                     std::size_t ranked = 0;
                     const auto top = ranker.top_k(p.op_key, p.shape, k, &ranked);
                     EXPECT_EQ(ranked, candidates.size()) << where;
@@ -223,7 +223,7 @@ TEST(CandidateRanker, KeepsFewPreparedRankersOverManySmallShapes) {
     options.space = collect::SearchSpace::exhaustive;
     options = candidate_options_for(predictor.info(), options);
     ASSERT_TRUE(options.inductor_scaling);
-    CandidateRanker ranker(predictor, options);
+    CandidateRanker ranker(predictor.inference(), options);
     EXPECT_EQ(ranker.prepared_count(), 1u);  // large problems' ranker, prepared up front
     std::vector<core::MMShape> shapes;
     for (std::int64_t m : {1, 17, 33, 65}) {
@@ -235,7 +235,7 @@ TEST(CandidateRanker, KeepsFewPreparedRankersOverManySmallShapes) {
     for (int round = 0; round < 2; ++round) {
         for (const auto& shape : shapes) {
             const auto candidates = candidate_configs("mm", shape, options);
-            const auto expected = top_k_configs(predictor, "mm", shape, candidates, 3);
+            const auto expected = top_k_configs(predictor.inference(), "mm", shape, candidates, 3);
             std::size_t ranked = 0;
             const auto top = ranker.top_k("mm", shape, 3, &ranked);
             const std::string where = "M=" + std::to_string(shape.M) + " N=" + std::to_string(shape.N) +

@@ -70,8 +70,9 @@ TEST(DenseNet, MatchesTheFoldedNetwork) {
     for (auto type : {ModelType::base, ModelType::deep}) {
         RuntimeNet net = test::trained_looking_net(type, {48, 20, 16}, 24, 32, 11, -1.0);
         torch::NoGradGuard no_grad;
-        const FoldedNet folded = net->fold();
-        const DenseNet dense = folded.to_dense();
+        const FoldedNetwork plain = net->fold();
+        const FoldedNet folded(plain, c10::Device(c10::kCPU));
+        const DenseNet dense = dense_net_of(plain);
         const auto x = torch::randn({23, 32});
         DenseScratch scratch;
         const auto out = forward_matches_folded(dense, folded, x, scratch, to_string(type));
@@ -92,8 +93,9 @@ TEST(DenseNet, RunsAnEnsembleBlockByBlock) {
     RuntimeNet net(RuntimeNetImpl::average_of(members));
     net->eval();
     torch::NoGradGuard no_grad;
-    const FoldedNet folded = net->fold();
-    const DenseNet dense = folded.to_dense();
+    const FoldedNetwork plain = net->fold();
+    const FoldedNet folded(plain, c10::Device(c10::kCPU));
+    const DenseNet dense = dense_net_of(plain);
     ASSERT_EQ(dense.chain.size(), 4u);
     EXPECT_EQ(dense.chain[0].groups, 1u);  // every member reads all the features
     EXPECT_EQ(dense.chain[1].groups, 3u);

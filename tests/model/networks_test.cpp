@@ -83,7 +83,7 @@ TEST(Networks, FoldedNetworkMatchesTheModuleInEvalMode) {
         torch::NoGradGuard no_grad;
         const auto x = torch::randn({50, 10});
         const auto expected = net->forward(x);
-        const auto folded = net->fold().forward(x);
+        const auto folded = FoldedNet(net->fold(), c10::Device(c10::kCPU)).forward(x);
         EXPECT_TRUE(torch::allclose(folded, expected, 1e-4, 1e-5))
             << to_string(type) << " max diff " << (folded - expected).abs().max().item<float>();
     }

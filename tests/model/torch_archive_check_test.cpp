@@ -13,6 +13,7 @@
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "predictor_impl.hpp"
 #include "torch_archive.hpp"
@@ -138,9 +139,28 @@ TEST(TorchArchiveCheck, EveryValueKindOurWriterAndPythonUsePassesAndReadsBack) {
     EXPECT_EQ(at("list").toListRef().size(), 2u);
     EXPECT_EQ(at("w").toTensor().sizes(), (std::vector<std::int64_t>{2, 3}));
 
+    // Our reader builds the same values.
+    const TorchArchive ours = read_torch_archive(bytes, "x.pt");
+    const auto& dict = ours.root;
+    EXPECT_EQ(dict.find("name")->text, "cpu");
+    EXPECT_EQ(dict.find("big")->integer, std::int64_t{1} << 40);
+    EXPECT_EQ(dict.find("pi")->real, 3.141592653589793);
+    ASSERT_EQ(dict.find("flags")->items->size(), 3u);
+    EXPECT_EQ((*dict.find("flags")->items)[0].kind, ArchiveValue::Kind::boolean);
+    EXPECT_EQ((*dict.find("flags")->items)[2].kind, ArchiveValue::Kind::none);
+    EXPECT_EQ((*dict.find("one")->items)[0].text, "cpu");
+    ASSERT_EQ(dict.find("list")->items->size(), 2u);
+    EXPECT_EQ((*dict.find("list")->items)[0].integer, 7);
+    EXPECT_EQ((*dict.find("list")->items)[1].text, "name");
+    EXPECT_EQ(dict.find("w")->tensor->sizes, (std::vector<std::int64_t>{2, 3}));
+    EXPECT_EQ(dict.find("w")->tensor->values(), std::vector<double>(6, 0.0));
+
     // SETITEM, Python's opcode for a one-item dict: LibTorch 2.x reads it, 1.13 answers
-    // with an exception (not a crash), so the check lets it through to LibTorch.
-    EXPECT_NO_THROW(check_torch_archive(archive(pickle("}" + str("k") + small_int(1) + "s")), "x.pt"));
+    // with an exception (not a crash), so the check lets it through to LibTorch; our reader
+    // reads it.
+    const auto one_item = archive(pickle("}" + str("k") + small_int(1) + "s"));
+    EXPECT_NO_THROW(check_torch_archive(one_item, "x.pt"));
+    EXPECT_EQ(read_torch_archive(one_item, "x.pt").root.find("k")->integer, 1);
 }
 
 TEST(TorchArchiveCheck, WhatOurWriterWritesPasses) {
@@ -251,14 +271,18 @@ TEST(TorchArchiveCheck, PicklesOutsideTheCheckpointSubsetAreRefused) {
 TEST(TorchArchiveCheck, EveryFuzzRegressionIsRefusedWithAnInputErrorByTheLoader) {
     std::size_t replayed = 0;
     for (const auto& entry : fs::directory_iterator(kRegressions)) {
-        try {
-            (void)Predictor::load(entry.path());
-            ADD_FAILURE() << entry.path() << " loaded";
-        } catch (const core::InputError& e) {
-            EXPECT_EQ(e.subject(), entry.path().string());
-        } catch (const std::exception& e) {
-            ADD_FAILURE() << entry.path() << ": " << e.what();
-        }
+        const auto refused = [&](const auto& load) {
+            try {
+                load(entry.path());
+                ADD_FAILURE() << entry.path() << " loaded";
+            } catch (const core::InputError& e) {
+                EXPECT_EQ(e.subject(), entry.path().string());
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << entry.path() << ": " << e.what();
+            }
+        };
+        refused([](const fs::path& path) { (void)Predictor::load(path); });
+        refused([](const fs::path& path) { (void)InferenceModel::load(path); });
         ++replayed;
     }
     EXPECT_GE(replayed, 1u);

@@ -3,7 +3,7 @@
 /// problem after another. What depends on the config alone (its features and their share of
 /// the first layer) is computed when the ranker is built; a problem costs its config-dependent
 /// features (no logarithm per config), the rest of the forward pass on the calling thread,
-/// and a partial sort. LibTorch stays behind the pimpl.
+/// and a partial sort. Plain C++ over the model's float arrays.
 
 #include <cstddef>
 #include <memory>
@@ -13,20 +13,20 @@
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/types.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
-#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 
 namespace mmt::model {
 
 class ConfigRanker {
 public:
     /// Prepares `configs` (a search space as collect lists it; repeats are dropped) for
-    /// `predictor`, which must outlive the ranker. `allow_tf32`: ALLOW_TF32 on float32
+    /// `model` (the ranker keeps a share of it). `allow_tf32`: ALLOW_TF32 on float32
     /// problems, as candidate_configs. Throws core::InputError on a config with a
     /// non-positive block size, group_m, num_stages or num_warps.
-    ConfigRanker(const Predictor& predictor, const std::vector<core::GemmConfig>& configs,
+    ConfigRanker(const InferenceModel& model, const std::vector<core::GemmConfig>& configs,
                  bool allow_tf32 = false);
     /// The space's configs (collect::configs_for).
-    ConfigRanker(const Predictor& predictor, collect::SearchSpace space, bool allow_tf32 = false);
+    ConfigRanker(const InferenceModel& model, collect::SearchSpace space, bool allow_tf32 = false);
     ConfigRanker(ConfigRanker&&) noexcept;
     ConfigRanker& operator=(ConfigRanker&&) noexcept;
     ~ConfigRanker();
@@ -37,9 +37,10 @@ public:
     const std::vector<core::GemmConfig>& configs() const;
 
     /// Predicted ln(time ms) of every config as set for the problem (the order of
-    /// configs()); the values Predictor::predict_log_ms gives for candidate_configs()
+    /// configs()); the values InferenceModel::predict_log_ms gives for candidate_configs()
     /// without a backend, up to float rounding. Valid until the next call.
     /// `parallel_units` 0: the model's own hardware. Throws core::InputError on a bad problem.
+    /// One ranker serves one thread at a time (its buffers are reused).
     const std::vector<float>& predict_log_ms(const std::string& op_key, const core::MMShape& shape,
                                              int parallel_units = 0);
 

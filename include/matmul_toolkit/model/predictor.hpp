@@ -1,6 +1,8 @@
 #pragma once
-/// A trained runtime model: load a checkpoint once, then predict batches of
-/// (problem, config) pairs. LibTorch stays behind the pimpl, so this header is cheap.
+/// A trained runtime model with its LibTorch network: what training makes and saves, and
+/// what predicts on a GPU or in large batches. Predictions go through its InferenceModel
+/// (the same features, the same folded network); LibTorch stays behind the pimpl, so this
+/// header is cheap. Commands that only rank load an InferenceModel instead.
 
 #include <cstddef>
 #include <filesystem>
@@ -9,48 +11,10 @@
 #include <vector>
 
 #include "matmul_toolkit/core/types.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 #include "matmul_toolkit/model/model_spec.hpp"
 
 namespace mmt::model {
-
-/// What a checkpoint records besides the weights.
-struct ModelInfo {
-    ModelSpec spec;
-    std::vector<std::string> feature_names;
-    std::vector<float> feature_mean;  ///< training-split statistics used to standardise inputs
-    std::vector<float> feature_std;
-    std::string hardware_name;        ///< the training data's hardware (names joined by ", ")
-    int parallel_units = 1;           ///< SMs / cores used for the wave features
-    std::string toolkit_version;
-    // Training summary (zero / empty for an untrained model).
-    double learning_rate = 0.0;
-    double weight_decay = 0.0;
-    int batch_size = 0;
-    int num_epochs = 0;
-    int patience = 0;
-    int lr_decay_after = 0;  ///< 0: the learning rate stayed constant
-    double lr_decay = 0.0;
-    double weight_average = 0.0;  ///< 0: the saved weights are the trained ones, not an average
-    std::string seed;
-    int epochs_run = 0;
-    int best_epoch = 0;
-    double best_validation_loss = 0.0;
-    std::size_t train_problems = 0;
-    std::size_t train_rows = 0;
-    /// Trained with each problem's fastest vendor-library (aten_*) entry as a row
-    /// (with_reference_rows): its predictions rank ATen beside the kernel configs.
-    bool vendor_rows = false;
-    /// Networks averaged into this one (train --ensemble); 1 for a single network.
-    int ensemble = 1;
-};
-
-/// One row to predict. parallel_units 0 means the model's own hardware.
-struct PredictionQuery {
-    std::string op_key;
-    core::MMShape shape;
-    core::GemmConfig config;
-    int parallel_units = 0;
-};
 
 class Predictor {
 public:
@@ -62,15 +26,20 @@ public:
     Predictor& operator=(Predictor&&) noexcept;
     ~Predictor();
 
-    /// Reads a checkpoint written by save(). Throws core::InputError naming the file when
-    /// it is missing, not a matmul_toolkit checkpoint, or was trained with other features.
-    /// `device` is "cpu" or "cuda".
+    /// Reads a checkpoint written by save() (through InferenceModel's reader: no byte of the
+    /// file reaches LibTorch). Throws core::InputError naming the file when it is missing,
+    /// not a matmul_toolkit checkpoint, or was trained with other features. `device` is
+    /// "cpu" or "cuda".
     static Predictor load(const std::filesystem::path& path, const std::string& device = "cpu");
 
     /// Writes the checkpoint (a pickle archive Python's torch.load reads), atomically.
     void save(const std::filesystem::path& path) const;
 
     const ModelInfo& info() const;
+
+    /// The folded network on the CPU, as the ranker and recommend use it (valid while this
+    /// Predictor lives; a copy shares it).
+    const InferenceModel& inference() const;
 
     /// Predicted natural log of the time in ms, one per config of one problem. This is the
     /// ranking fast path: problem features are computed once, no per-row tensors.

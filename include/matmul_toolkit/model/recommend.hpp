@@ -17,7 +17,7 @@
 #include "matmul_toolkit/core/dataset.hpp"
 #include "matmul_toolkit/model/config_ranker.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
-#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 
 namespace mmt::model {
 
@@ -51,7 +51,7 @@ std::vector<core::GemmConfig> candidate_configs(const std::string& op_key, const
 /// The `top_k` distinct candidates with the lowest predicted time, fastest first (ties
 /// keep candidate order). Fewer when there are fewer candidates. `parallel_units` 0: the
 /// model's own hardware.
-std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::string& op_key,
+std::vector<RankedConfig> top_k_configs(const InferenceModel& model, const std::string& op_key,
                                         const core::MMShape& shape,
                                         const std::vector<core::GemmConfig>& candidates,
                                         std::size_t top_k, int parallel_units = 0);
@@ -64,8 +64,8 @@ std::vector<RankedConfig> top_k_configs(const Predictor& predictor, const std::s
 /// candidate_configs + top_k_configs.
 class CandidateRanker {
 public:
-    /// `predictor` must outlive the ranker.
-    CandidateRanker(const Predictor& predictor, const CandidateOptions& options);
+    /// The ranker keeps a share of `model`; one ranker serves one thread at a time.
+    CandidateRanker(const InferenceModel& model, const CandidateOptions& options);
     /// The `top_k` candidates with the lowest predicted time, fastest first; `candidates`
     /// (when given) receives how many were ranked.
     std::vector<RankedConfig> top_k(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
@@ -93,7 +93,7 @@ private:
     void add_vendor_entry(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
                           std::vector<RankedConfig>& ranked) const;
 
-    const Predictor& m_predictor;
+    InferenceModel m_model;
     CandidateOptions m_options;
     int m_max_block_m = 0, m_max_block_n = 0, m_max_block_k = 0;
     std::map<ScalingKey, Prepared> m_prepared;
