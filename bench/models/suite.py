@@ -182,16 +182,17 @@ def load_results(path: str) -> dict[str, Any]:
 
 
 def pending(document: dict[str, Any], workloads: list[W.Workload], variants: list[Variant], fresh: bool
-            ) -> list[W.Workload]:
-    """The workloads to measure: all with --fresh, else those missing an asked variant or
-    holding a failed one."""
-    if fresh:
-        return workloads
+            ) -> list[tuple[W.Workload, list[Variant]]]:
+    """The workloads to measure and, for each, the variants to run: every asked one with
+    --fresh, else those without a usable result, and default with them (its GEMMs make the
+    tables, and each variant is judged against the default compile of its own run)."""
     todo = []
     for w in workloads:
         have = document["workloads"].get(w.name, {})
-        if any(not summary.usable(have.get(v.name)) for v in variants):
-            todo.append(w)
+        missing = [v for v in variants if fresh or not summary.usable(have.get(v.name))]
+        if missing:
+            run = missing if any(v.name == "default" for v in missing) else [parse_variant("default"), *missing]
+            todo.append((w, variant_order(run)))
     return todo
 
 
@@ -200,6 +201,8 @@ def merge(document: dict[str, Any], name: str, record: dict[str, Any], environme
     an earlier run stay, with the environment they were measured in)."""
     results = document["workloads"].setdefault(name, {})
     for variant, result in record.get("variants", {}).items():
+        if summary.usable(results.get(variant)) and not summary.usable(result):
+            continue  # a failed or interrupted run does not replace a measurement
         results[variant] = result
     document.setdefault("definitions", {})[name] = record.get("description", "")
     for key, value in environment.items():
@@ -251,9 +254,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def child_command(args: argparse.Namespace, w: W.Workload, record: str) -> list[str]:
+def child_command(args: argparse.Namespace, w: W.Workload, variants: list[Variant], record: str) -> list[str]:
     command = [sys.executable, os.path.abspath(__file__), "--child", w.name, "--record", record,
-               "--variants", *[v.name for v in args.parsed_variants], "--out", args.out, "--model", args.model,
+               "--variants", *[v.name for v in variants], "--out", args.out, "--model", args.model,
                "--rounds", str(args.rounds), "--calls", str(args.calls), "--profile-calls", str(args.profile_calls)]
     if args.mmt:
         command += ["--mmt", args.mmt]
@@ -323,7 +326,7 @@ def run_parent(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        for i, w in enumerate(todo):
+        for i, (w, variants) in enumerate(todo):
             elapsed = time.monotonic() - start
             if i and args.budget and elapsed > args.budget:  # the first always starts: a run makes progress
                 print(f"--budget: {len(todo) - i} workloads left for a later run", file=sys.stderr)
@@ -333,21 +336,28 @@ def run_parent(args: argparse.Namespace) -> int:
             record_path = os.path.join(folder, "record.json")
             with contextlib.suppress(OSError):
                 os.unlink(record_path)
-            print(f"[{i + 1}/{len(todo)}] {w.name} ({elapsed:.0f} s elapsed)", file=sys.stderr, flush=True)
-            code, timed_out = run_workload_process(child_command(args, w, record_path), os.path.join(folder, "log.txt"),
-                                        args.workload_timeout)
+            print(f"[{i + 1}/{len(todo)}] {w.name}: {' '.join(v.name for v in variants)} ({elapsed:.0f} s elapsed)",
+                  file=sys.stderr, flush=True)
+            try:
+                code, timed_out = run_workload_process(child_command(args, w, variants, record_path),
+                                                       os.path.join(folder, "log.txt"), args.workload_timeout)
+                why = "timed out" if timed_out else f"exit {code}"
+            except KeyboardInterrupt:
+                code, why = 130, "interrupted"
             record = load_record(record_path)
             if code != 0 or record is None:
                 status = 1
-                why = "timed out" if timed_out else f"exit {code}"
                 print(f"  {w.name}: process {why}; see {folder}/log.txt", file=sys.stderr)
+                # The variants it finished were measured in one process: they are kept.
                 record = record or {"variants": {}}
-                for v in args.parsed_variants:
+                for v in variants:
                     record["variants"].setdefault(v.name, {"error": f"workload process {why}"})
             merge(document, w.name, record, record.get("environment", {}))
             write_results(args.results, document)
             gather_shapes(args.shapeset, os.path.join(folder, "shapeset.json"))
             print(workload_line(w.name, document["workloads"][w.name]), flush=True)
+            if code == 130:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         print("\ninterrupted: the results keep the workloads finished", file=sys.stderr)
         status = 130

@@ -368,7 +368,10 @@ FAKE_CHILD = textwrap.dedent("""
              "out_dtype": "bfloat16", "out_size": [1, M, 768], "out_stride": [M * 768, 768, 1]}
     json.dump({"operations": {"mm_nt": {"shapes": [shape]}}}, open(os.path.join(out, name, "shapeset.json"), "w"))
     with open(os.environ["RUNS"], "a") as f:
-        f.write(name + "\\n")
+        f.write(name + ("" if os.environ.get("SHOW_VARIANTS") is None else ":" + ",".join(variants)) + "\\n")
+    if os.environ.get("FAIL_AFTER_DEFAULT") == name:  # the process dies after its first variant
+        json.dump({"variants": {"default": {"ms": 9.0, "compile_s": 9.0}}}, open(record, "w"))
+        sys.exit(4)
     json.dump({"description": name, "environment": {"device": "Fake GPU", "torch": "0"},
                "variants": {v: {"ms": 1.0 + len(v) / 100, "compile_s": 2.0} for v in variants}}, open(record, "w"))
 """)
@@ -383,8 +386,8 @@ def fake_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("RUNS", str(runs))
     original = suite.child_command
 
-    def command(args: Any, w: Any, record: str) -> list[str]:
-        return [sys.executable, str(child)] + original(args, w, record)[2:]
+    def command(args: Any, w: Any, variants: Any, record: str) -> list[str]:
+        return [sys.executable, str(child)] + original(args, w, variants, record)[2:]
 
     monkeypatch.setattr(suite, "child_command", command)
     results = tmp_path / "results.json"
@@ -434,13 +437,26 @@ def test_the_report_prints_each_variants_in_graph_gemms(tmp_path: Path, capsys: 
     assert "addmm_nt 4096x3072x768 bfloat16" in out[2] and "in graph     30.0 µs, isolated     40.0 µs (0.75x !)" in out[2]
 
 
-def test_a_variant_not_yet_measured_brings_its_workload_back(fake_suite: Any) -> None:
+def test_a_variant_not_yet_measured_runs_with_a_default_of_its_own(fake_suite: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     run, results, runs = fake_suite
+    monkeypatch.setenv("SHOW_VARIANTS", "1")
     assert run("--workloads", "vit_b_16") == 0
     assert run("--workloads", "vit_b_16", "--variants", "default", "max_autotune", "max_autotune_gemm") == 0
-    assert runs.read_text().split() == ["vit_b_16", "vit_b_16"]
+    assert runs.read_text().split() == ["vit_b_16:default,max_autotune", "vit_b_16:default,max_autotune_gemm"]
     assert set(json.loads(results.read_text())["workloads"]["vit_b_16"]) == {"default", "max_autotune",
                                                                             "max_autotune_gemm"}
+
+
+def test_a_run_that_dies_keeps_what_it_finished_and_loses_nothing_measured_before(
+        fake_suite: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, results, runs = fake_suite
+    assert run("--workloads", "bert_base") == 0
+    monkeypatch.setenv("FAIL_AFTER_DEFAULT", "bert_base")
+    assert run("--workloads", "bert_base", "--fresh") == 1
+    kept = json.loads(results.read_text())["workloads"]["bert_base"]
+    assert kept["default"] == {"ms": 9.0, "compile_s": 9.0}  # the new run's finished variant
+    assert kept["max_autotune"]["ms"] == pytest.approx(1.12)  # not replaced by the failure
 
 
 def test_the_budget_starts_no_workload_after_it(fake_suite: Any) -> None:
