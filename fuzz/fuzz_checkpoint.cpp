@@ -1,6 +1,7 @@
-// libFuzzer target: model::Predictor::load, the loader `recommend`, `validate-model`,
-// `export-lut` and `validate-max-autotune` use, on a checkpoint file. The archive check
-// (src/model/torch_archive_check.cpp) and the loader are instrumented; LibTorch is not.
+// libFuzzer target: model::InferenceModel::load, the loader of `recommend`, `export-lut` and
+// libmmt_rank.so, on a checkpoint file: the archive walk (src/model/inference/
+// torch_archive_check.cpp), the checkpoint's checks, the fold. Predictor::load (`train`'s
+// side, `validate-model`) reads through the same code before LibTorch gets the weights.
 //
 // Seeds (tests/fuzz/corpus/checkpoint), remade when the features change so the fuzzer
 // reaches past the feature check:
@@ -11,10 +12,10 @@
 //   python3 tests/fuzz/python_style_checkpoint.py base_tiny.pt python_style.pt
 
 #include "fuzz_input.hpp"
-#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     return mmt::fuzz::run_loader(data, size, ".pt", [](const std::filesystem::path& path) {
-        (void)mmt::model::Predictor::load(path, "cpu");
+        (void)mmt::model::InferenceModel::load(path);
     });
 }

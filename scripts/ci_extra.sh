@@ -8,7 +8,8 @@
 # tests/workflows and kill-safety / output-failure tests, which run the binary): Debian's
 # LibTorch is not built with ASan, and compiling src/model's LibTorch-heavy sources a second
 # time would take most of the CI budget. The checkpoint loader does run under both
-# sanitizers: fuzz_checkpoint compiles its part of src/model with them (scripts/fuzz.sh).
+# sanitizers: fuzz_checkpoint compiles src/model/inference (torch-free) with them
+# (scripts/fuzz.sh).
 #   SKIP_SANITIZERS=1 / SKIP_FUZZ=1 skip a part; FUZZ_SECONDS sets the time per target.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang and runs each for a bounded time on a
-# copy of its seed corpus (tests/fuzz/corpus/<target>). fuzz_checkpoint links Debian's
-# LibTorch, which is not instrumented: its coverage and sanitizer checks are our code's
-# (the archive check, the loader), LibTorch only runs behind them. A crash fails the script and
+# copy of its seed corpus (tests/fuzz/corpus/<target>). fuzz_checkpoint fuzzes the torch-free
+# checkpoint loader (src/model/inference: the archive walk, the checks, the fold), all of it
+# instrumented; no target links LibTorch. A crash fails the script and
 # leaves the input in ${FUZZ_BUILD_DIR}/crashes/<target>/: add it to
 # tests/fuzz/regressions/<target>/ with the fix, where reliability_fuzz_regression_test
 # (model_torch_archive_check_test for checkpoints) replays it.

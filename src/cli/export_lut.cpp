@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "matmul_toolkit/collect/backend_factory.hpp"
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/dataset_stats.hpp"
@@ -23,7 +24,7 @@
 #include "matmul_toolkit/model/default_model.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
-#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 #include "matmul_toolkit/model/problems.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
 
@@ -188,7 +189,7 @@ std::optional<std::string> optional_filter(const std::string& value) {
 
 std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
                                                   const GlobalOptions& global) {
-    auto backend = model::backend_for_model(info, resolved_device(global));
+    auto backend = collect::backend_for_hardware(model::model_hardware_names(info), resolved_device(global));
     if (!backend) {
         spdlog::info("keeping the whole space: the model's hardware '{}' is not this machine's", info.hardware_name);
     }
@@ -264,7 +265,7 @@ std::vector<model::InductorProblem> inductor_forms(const ExportLutOptions& o, co
 
 /// `per_problem`: configs ranked per problem (DecisionPolicy::ranked_per_problem).
 std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o, std::size_t per_problem,
-                                                const model::Predictor& predictor,
+                                                const model::InferenceModel& trained_model,
                                                 const GlobalOptions& global) {
     const auto shapeset = core::load_shapeset(o.shapeset);
     if (shapeset.num_shapes() == 0) throw core::InputError(o.shapeset, "the shapeset holds no shapes");
@@ -272,14 +273,14 @@ std::vector<model::RankedProblem> rank_shapeset(const ExportLutOptions& o, std::
     candidates.space = collect::parse_search_space(o.search_space);
     candidates.allow_tf32 = o.allow_tf32;
     std::unique_ptr<collect::Backend> backend;
-    if (!o.no_prune) backend = pruning_backend(predictor.info(), global);
+    if (!o.no_prune) backend = pruning_backend(trained_model.info(), global);
     candidates.backend = backend.get();
-    model::CandidateRanker ranker(predictor.inference(), model::candidate_options_for(predictor.info(), candidates));
+    model::CandidateRanker ranker(trained_model, model::candidate_options_for(trained_model.info(), candidates));
 
     std::vector<model::RankedProblem> ranked;
     for (const auto& entry : shapeset.operations) {
         for (const auto& shape : entry.shapes) {
-            model::RankedProblem problem{predictor.info().hardware_name, entry.op, shape,
+            model::RankedProblem problem{trained_model.info().hardware_name, entry.op, shape,
                                          ranker.top_k(entry.op, shape, per_problem), {}};
             for (auto& form : inductor_forms(o, entry.op, shape)) {
                 auto configs = ranker.top_k(form.op_key, form.shape, per_problem);
@@ -299,7 +300,7 @@ struct MeasuredProblem {
 
 /// `measured`, where given, receives each ranked problem's measured times.
 std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, std::size_t per_problem,
-                                               const model::Predictor& predictor,
+                                               const model::InferenceModel& trained_model,
                                                const std::string& model_path,
                                                std::vector<MeasuredProblem>* measured = nullptr) {
     const auto dataset = core::load_dataset_any(o.dataset, o.file_extensions)
@@ -307,11 +308,11 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, std::s
     if (dataset.num_problems() == 0) {
         throw core::InputError(o.dataset, "no problems left after the --hardware-name / --op-name filters");
     }
-    const auto warning = model::check_model_hardware(predictor.info(), dataset, model_path, o.force);
+    const auto warning = model::check_model_hardware(trained_model.info(), dataset, model_path, o.force);
     if (!warning.empty()) spdlog::warn("{}", warning);
 
     auto problems = model::group_problems(dataset, o.dataset);
-    if (predictor.info().vendor_rows) problems = model::with_reference_rows(std::move(problems));
+    if (trained_model.info().vendor_rows) problems = model::with_reference_rows(std::move(problems));
     std::vector<model::RankedProblem> ranked;
     for (const auto& group : problems) {
         std::vector<core::GemmConfig> configs;
@@ -319,7 +320,7 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, std::s
         for (const auto& timed : group.timings) configs.push_back(timed.config);
         const int units = model::lookup_hardware(group.hardware).parallel_units;
         model::RankedProblem problem{group.hardware, group.op_key, group.shape,
-                                     model::top_k_configs(predictor.inference(), group.op_key, group.shape, configs,
+                                     model::top_k_configs(trained_model, group.op_key, group.shape, configs,
                                                           per_problem, units),
                                      {}};
         // The measured configs, ranked for each form as the problem it is: specialized as
@@ -332,7 +333,7 @@ std::vector<model::RankedProblem> rank_dataset(const ExportLutOptions& o, std::s
                 if (!collect::is_reference_config(c)) c = collect::specialize_config(c, as_run, c.allow_tf32);
             }
             auto form_configs =
-                model::top_k_configs(predictor.inference(), form.op_key, form.shape, candidates, per_problem, units);
+                model::top_k_configs(trained_model, form.op_key, form.shape, candidates, per_problem, units);
             problem.forms.push_back({std::move(form), std::move(form_configs)});
         }
         ranked.push_back(std::move(problem));
@@ -467,8 +468,8 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
 
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
-    const auto predictor = model::Predictor::load(model_path, resolved_device(global));
-    if (policy.needs_vendor_predictions() && !predictor.info().vendor_rows) {
+    const auto trained_model = model::InferenceModel::load(model_path);
+    if (policy.needs_vendor_predictions() && !trained_model.info().vendor_rows) {
         const std::string missing = model_path + " predicts no ATen times (trained with --no-vendor-rows)";
         if (policy.name.empty()) throw core::InputError(policy.pairing_option(), missing);
         throw core::InputError("--policy", "policy " + policy.name + ": " + missing +
@@ -477,8 +478,8 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     std::vector<MeasuredProblem> measured;
     const std::size_t per_problem = policy.ranked_per_problem();
     auto ranked = o.shapeset.empty()
-                      ? rank_dataset(o, per_problem, predictor, model_path, o.score ? &measured : nullptr)
-                      : rank_shapeset(o, per_problem, predictor, global);
+                      ? rank_dataset(o, per_problem, trained_model, model_path, o.score ? &measured : nullptr)
+                      : rank_shapeset(o, per_problem, trained_model, global);
     model::DecisionCounts counts;
     for (auto& problem : ranked) {
         counts.add(policy.decide(problem.configs, problem.shape), problem.configs);

@@ -13,12 +13,13 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "matmul_toolkit/collect/backend_factory.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/config_ranker.hpp"
 #include "matmul_toolkit/model/default_model.hpp"
 #include "matmul_toolkit/model/features.hpp"
-#include "matmul_toolkit/model/predictor.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
 
 namespace mmt::cli {
@@ -109,7 +110,7 @@ std::vector<ProblemToRank> problems_to_rank(const RecommendOptions& o, const mod
 /// prune() then turns the space into what collection would have timed there.
 std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
                                                   const GlobalOptions& global) {
-    auto backend = model::backend_for_model(info, resolved_device(global));
+    auto backend = collect::backend_for_hardware(model::model_hardware_names(info), resolved_device(global));
     if (!backend) {
         spdlog::info("ranking the whole space: the model's hardware '{}' is not this "
                      "machine's", info.hardware_name);
@@ -183,13 +184,13 @@ int run_recommend(const RecommendOptions& o, const GlobalOptions& global) {
 
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
-    const auto predictor = model::Predictor::load(model_path, resolved_device(global));
-    const auto& info = predictor.info();
+    const auto trained_model = model::InferenceModel::load(model_path);
+    const auto& info = trained_model.info();
     const auto problems = problems_to_rank(o, info);
     std::unique_ptr<collect::Backend> backend;
     if (!o.no_prune) backend = pruning_backend(info, global);
     candidates.backend = backend.get();
-    model::CandidateRanker ranker(predictor.inference(), model::candidate_options_for(info, candidates));
+    model::CandidateRanker ranker(trained_model, model::candidate_options_for(info, candidates));
 
     std::vector<Ranked> results;
     for (const auto& problem : problems) {

@@ -78,6 +78,15 @@ std::unique_ptr<Backend> make_planning_backend(const std::string& device, int de
     return std::make_unique<CpuBackend>();
 }
 
+std::unique_ptr<Backend> backend_for_hardware(const std::vector<std::string>& hardware_names,
+                                              const std::string& device) {
+    auto backend = make_backend(device);
+    for (const auto& name : hardware_names) {
+        if (name == backend->hardware_name()) return backend;
+    }
+    return nullptr;
+}
+
 BackendSelection select_backend(const std::string& requested, const std::string& device_flag,
                                 const std::string& python) {
     if (requested.empty()) {

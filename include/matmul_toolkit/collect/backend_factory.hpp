@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "matmul_toolkit/collect/backend.hpp"
 
@@ -20,6 +21,12 @@ int device_count(const std::string& device);
 /// "cpu" or "cuda"; throws core::InputError("--device", ...) when the device can't be used.
 /// `compile_threads`: NVRTC processes of a CUDA backend (0: hardware threads - 1).
 std::unique_ptr<Backend> make_backend(const std::string& device, int device_index = 0, int compile_threads = 0);
+
+/// This machine's backend for `device` ("cpu" | "cuda") when it measures one of
+/// `hardware_names` (a model's training hardware), so its prune() turns a space into what
+/// collection timed there; nullptr when they are another machine's.
+std::unique_ptr<Backend> backend_for_hardware(const std::vector<std::string>& hardware_names,
+                                              const std::string& device);
 
 /// A backend for plan_collection() and the worker pool's parent: on CUDA it holds no
 /// context and measures nothing (its measuring calls throw); on the CPU it is the CPU backend.

@@ -95,7 +95,8 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
                                       std::size_t top_n_worst = 10);
 
 /// ln(ms) predictions per problem, aligned with problems[i].timings (each row with its own
-/// hardware's SM count).
+/// hardware's SM count). This and evaluate_model are the model library's (LibTorch: they
+/// predict on the Predictor's device); the rest of this header needs only mmt_inference.
 std::vector<std::vector<double>> predict_problems(const Predictor& predictor,
                                                   const std::vector<ProblemGroup>& problems);
 

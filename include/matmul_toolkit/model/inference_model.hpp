@@ -56,7 +56,7 @@ struct PredictionQuery {
 
 class InferenceModel {
 public:
-    /// The model's arrays (src/model/inference_model_impl.hpp: private to the model library).
+    /// The model's arrays (src/model/inference/inference_model_impl.hpp: private to the model libraries).
     struct Impl;
 
     InferenceModel();

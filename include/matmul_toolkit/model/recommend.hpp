@@ -100,11 +100,6 @@ private:
     std::uint64_t m_uses = 0;
 };
 
-/// This machine's backend for `device` ("cpu" | "cuda") when it measures hardware the
-/// model was trained on, so its prune() turns a space into what collection timed there;
-/// nullptr when the model's hardware is another machine's.
-std::unique_ptr<collect::Backend> backend_for_model(const ModelInfo& info, const std::string& device);
-
 /// The hardware names a model was trained on (ModelInfo::hardware_name joins them with ", ").
 std::vector<std::string> model_hardware_names(const ModelInfo& info);
 

@@ -12,7 +12,6 @@
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/lut_export.hpp"
-#include "matmul_toolkit/model/predictor.hpp"
 #include "report_json.hpp"
 
 namespace mmt::model {
@@ -325,27 +324,6 @@ EvaluationReport evaluate_predictions(const std::vector<ProblemGroup>& problems,
     while (!picks.empty() && picks.back().regret <= 0.0) picks.pop_back();  // a best pick is no loss
     report.worst_picks = std::move(picks);
     return report;
-}
-
-std::vector<std::vector<double>> predict_problems(const Predictor& predictor,
-                                                  const std::vector<ProblemGroup>& problems) {
-    std::map<std::string, int> units;
-    std::vector<std::vector<double>> predicted;
-    predicted.reserve(problems.size());
-    for (const auto& problem : problems) {
-        auto it = units.find(problem.hardware);
-        if (it == units.end()) it = units.emplace(problem.hardware, lookup_hardware(problem.hardware).parallel_units).first;
-        std::vector<core::GemmConfig> configs;
-        configs.reserve(problem.timings.size());
-        for (const auto& t : problem.timings) configs.push_back(t.config);
-        predicted.push_back(predictor.predict_log_ms(problem.op_key, problem.shape, configs, it->second));
-    }
-    return predicted;
-}
-
-EvaluationReport evaluate_model(const Predictor& predictor, const std::vector<ProblemGroup>& problems,
-                                std::size_t top_n_worst) {
-    return evaluate_predictions(problems, predict_problems(predictor, problems), top_n_worst);
 }
 
 nlohmann::ordered_json report_json(const EvaluationReport& report) {

@@ -6,7 +6,6 @@
 #include <numeric>
 #include <unordered_set>
 
-#include "matmul_toolkit/collect/backend_factory.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
 
@@ -210,14 +209,6 @@ std::vector<std::string> model_hardware_names(const ModelInfo& info) {
         start = comma + 2;
     }
     return names;
-}
-
-std::unique_ptr<collect::Backend> backend_for_model(const ModelInfo& info, const std::string& device) {
-    auto backend = collect::make_backend(device);
-    for (const auto& name : model_hardware_names(info)) {
-        if (name == backend->hardware_name()) return backend;
-    }
-    return nullptr;
 }
 
 std::vector<std::string> foreign_hardware(const ModelInfo& info, const core::Dataset& dataset) {
