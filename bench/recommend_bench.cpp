@@ -3,21 +3,31 @@
 // Goal: under 1 ms for 1,000+ configs (EXHAUSTIVE: 1875).
 //
 //   recommend_bench [--model M.pt]... [--iterations N] [--m M --n N --k K] [--top-k K]
+//                   [--library libmmt_rank.so]
 //
-// Three paths per model and space:
+// The paths per model and space:
 //   ranker     model::ConfigRanker, the space prepared once
-//   per-call   candidate_configs + top_k_configs, the space built and predicted through
-//              LibTorch for every problem (what runs when a backend prunes the space, or
-//              where Inductor's scaling changes the space for a small problem)
+//   per-call   candidate_configs + top_k_configs, the space built and predicted
+//              (InferenceModel::predict_log_ms) for every problem (what runs when a backend
+//              prunes the space, or where Inductor's scaling changes the space for a small
+//              problem)
 //   recommend  model::CandidateRanker with the model's own candidate options (Inductor's
 //              scaling and shared-memory limit on GPU models, the vendor entry for models
 //              with vendor rows): what recommend and export-lut --shapeset run; a ranker
 //              prepared for each way the scaling changes the space, reused
 //   first call the same on a new CandidateRanker: where a small problem's scaling is new,
 //              its ranker is prepared first (export-lut pays that once per scaling)
+//   C API      libmmt_rank.so, loaded with dlopen as a host process (the Python hook) loads
+//              it: mmt_rank_decide per problem with each policy (request JSON in, table JSON
+//              out: what use_model pays per GEMM inside torch.compile, ctypes aside), and
+//              mmt_rank_recommend for one problem per request. The library is
+//              $MMT_RANK_LIBRARY, --library, or the build's (../src/cli/libmmt_rank.so).
 // Without --model it trains throwaway models of the architecture `train` builds by default
 // and of torch-diode's two architectures, one epoch on a synthetic dataset: the ranking time
 // depends on the architecture, not on the weights. Problems cycle through a few shapes.
+
+#include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,7 +42,10 @@
 
 #include "matmul_toolkit/collect/config_space.hpp"
 #include "matmul_toolkit/core/dataset.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/mmt_rank.h"
 #include "matmul_toolkit/model/config_ranker.hpp"
+#include "matmul_toolkit/model/inference_model.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
 #include "matmul_toolkit/model/trainer.hpp"
@@ -119,8 +132,91 @@ struct Problem {
     core::MMShape shape;
 };
 
+/// libmmt_rank.so's API, looked up in the library dlopen loaded.
+struct RankLibrary {
+    decltype(&mmt_rank_open) open = nullptr;
+    decltype(&mmt_rank_close) close = nullptr;
+    decltype(&mmt_rank_decide) decide = nullptr;
+    decltype(&mmt_rank_recommend) recommend = nullptr;
+    std::string path;
+
+    explicit operator bool() const { return open != nullptr; }
+};
+
+/// $MMT_RANK_LIBRARY, else `given`, else the build tree's copy beside the binary.
+RankLibrary load_rank_library(std::string given) {
+    RankLibrary lib;
+    if (const char* env = std::getenv("MMT_RANK_LIBRARY"); env != nullptr && *env != '\0') given = env;
+    if (given.empty()) {
+        char self[4096];
+        const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+            self[n] = '\0';
+            const std::string dir = std::string(self).substr(0, std::string(self).rfind('/'));
+            given = dir + "/../src/cli/libmmt_rank.so";
+        }
+    }
+    void* handle = ::dlopen(given.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+        std::printf("C API rows left out: %s\n", ::dlerror());
+        return lib;
+    }
+    lib.open = reinterpret_cast<decltype(&mmt_rank_open)>(::dlsym(handle, "mmt_rank_open"));
+    lib.close = reinterpret_cast<decltype(&mmt_rank_close)>(::dlsym(handle, "mmt_rank_close"));
+    lib.decide = reinterpret_cast<decltype(&mmt_rank_decide)>(::dlsym(handle, "mmt_rank_decide"));
+    lib.recommend = reinterpret_cast<decltype(&mmt_rank_recommend)>(::dlsym(handle, "mmt_rank_recommend"));
+    lib.path = given;
+    if (!lib.close || !lib.decide || !lib.recommend) lib.open = nullptr;
+    return lib;
+}
+
+/// mmt_rank_decide (both policies) and mmt_rank_recommend on each problem, through the C API.
+void report_c_api(const RankLibrary& lib, const std::string& model_path, collect::SearchSpace space,
+                  const std::vector<Problem>& problems, int iterations, std::size_t top_k) {
+    char error[512];
+    mmt_rank_model* opened = lib.open(model_path.c_str(), error, sizeof error);
+    if (opened == nullptr) {
+        std::printf("  C API: %s\n", error);
+        return;
+    }
+    const std::string space_name = collect::search_space_name(space);
+    std::vector<char> out(1 << 22);
+    auto run = [&](const char* what, const std::vector<std::string>& requests, auto call) {
+        const auto stats = measure(iterations, [&](int i) {
+            const std::string& request = requests[static_cast<std::size_t>(i) % requests.size()];
+            size_t needed = 0;
+            if (call(opened, request.c_str(), out.data(), out.size(), &needed, error, sizeof error) != MMT_RANK_OK) {
+                std::fprintf(stderr, "%s: %s\n", what, error);
+                std::abort();
+            }
+        });
+        std::printf("  %-10s %5s          C API %-15s median %7.3f ms  p99 %7.3f  min %7.3f  (%4d runs)\n", "", "",
+                    what, stats.median_ms, stats.p99_ms, stats.min_ms, stats.runs);
+    };
+    for (const char* policy : {"graph", "isolated"}) {
+        std::vector<std::string> requests;
+        for (const auto& p : problems) {
+            requests.push_back(core::OrderedJson{{"op", p.op_key},
+                                                 {"shape", core::shape_to_document(p.shape)},
+                                                 {"policy", policy},
+                                                 {"search_space", space_name}}
+                                   .dump());
+        }
+        run((std::string("decide ") + policy).c_str(), requests, lib.decide);
+    }
+    std::vector<std::string> requests;
+    for (const auto& p : problems) {
+        requests.push_back(core::OrderedJson{{"problems", {{{"op", p.op_key}, {"shape", core::shape_to_document(p.shape)}}}},
+                                             {"top_k", top_k},
+                                             {"search_space", space_name}}
+                               .dump());
+    }
+    run("recommend", requests, lib.recommend);
+    lib.close(opened);
+}
+
 void report(const std::string& label, const model::InferenceModel& predictor, const std::vector<Problem>& problems,
-            int iterations, std::size_t top_k) {
+            int iterations, std::size_t top_k, const RankLibrary& lib = {}, const std::string& model_path = {}) {
     std::printf("%s\n", label.c_str());
     for (auto space : {collect::SearchSpace::default_space, collect::SearchSpace::exhaustive}) {
         model::ConfigRanker ranker(predictor, space);
@@ -162,6 +258,7 @@ void report(const std::string& label, const model::InferenceModel& predictor, co
                     recommend.median_ms, recommend.p99_ms, recommend.min_ms, recommend.runs);
         std::printf("  %-10s %5s          first call median %5.3f ms  max %7.3f  (%4zu runs; a new ranker's first problem)\n",
                     "", "", first_calls[first_calls.size() / 2], first_calls.back(), first_calls.size());
+        if (lib && !model_path.empty()) report_c_api(lib, model_path, space, problems, iterations, top_k);
     }
 }
 
@@ -172,22 +269,26 @@ int main(int argc, char** argv) {
     int iterations = 1000;
     std::size_t top_k = 10;
     std::int64_t m = 0, n = 0, k = 0;
+    std::string library;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         if (flag == "--model") model_paths.push_back(argv[i + 1]);
+        else if (flag == "--library") library = argv[i + 1];
         else if (flag == "--iterations") iterations = std::max(100, std::atoi(argv[i + 1]));
         else if (flag == "--top-k") top_k = static_cast<std::size_t>(std::max(1, std::atoi(argv[i + 1])));
         else if (flag == "--m") m = std::atoll(argv[i + 1]);
         else if (flag == "--n") n = std::atoll(argv[i + 1]);
         else if (flag == "--k") k = std::atoll(argv[i + 1]);
         else {
-            std::fprintf(stderr, "usage: %s [--model M.pt]... [--iterations N] [--top-k K] [--m M --n N --k K]\n",
+            std::fprintf(stderr,
+                         "usage: %s [--model M.pt]... [--iterations N] [--top-k K] [--m M --n N --k K] [--library L]\n",
                          argv[0]);
             return 2;
         }
     }
     if (argc % 2 == 0) {
-        std::fprintf(stderr, "usage: %s [--model M.pt]... [--iterations N] [--top-k K] [--m M --n N --k K]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--model M.pt]... [--iterations N] [--top-k K] [--m M --n N --k K] [--library L]\n",
+                     argv[0]);
         return 2;
     }
     try {
@@ -209,11 +310,12 @@ int main(int argc, char** argv) {
         std::printf("machine: %s, %u hardware threads, load average %s\n",
                     first_line_of("/proc/cpuinfo", "model name").c_str(), std::thread::hardware_concurrency(),
                     first_line_of("/proc/loadavg", nullptr).c_str());
+        const RankLibrary lib = load_rank_library(library);
+        if (lib) std::printf("C API: %s\n", lib.path.c_str());
         if (!model_paths.empty()) {
             for (const auto& path : model_paths) {
-                const auto predictor = model::Predictor::load(path, "cpu");
-                report(path + " (" + predictor.info().spec.describe() + ")", predictor.inference(), problems, iterations,
-                       top_k);
+                const auto loaded = model::InferenceModel::load(path);
+                report(path + " (" + loaded.info().spec.describe() + ")", loaded, problems, iterations, top_k, lib, path);
             }
         } else {
             model::ModelSpec deep;
@@ -227,7 +329,12 @@ int main(int argc, char** argv) {
                 {"train's default", model::ModelSpec{}}, {"torch-diode deep", deep}, {"torch-diode base", diode_base}};
             for (const auto& [what, spec] : specs) {
                 const auto predictor = throwaway_model(spec);
-                report(std::string(what) + ": " + spec.describe(), predictor.inference(), problems, iterations, top_k);
+                // Saved, so the C API opens it as a file.
+                const std::string saved = "/tmp/recommend_bench_" + std::to_string(::getpid()) + ".pt";
+                predictor.save(saved);
+                report(std::string(what) + ": " + spec.describe(), predictor.inference(), problems, iterations, top_k, lib,
+                       saved);
+                std::remove(saved.c_str());
             }
         }
         std::printf("load average after: %s\n", first_line_of("/proc/loadavg", nullptr).c_str());

@@ -469,12 +469,7 @@ int run_export_lut(const ExportLutOptions& o, const GlobalOptions& global) {
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto trained_model = model::InferenceModel::load(model_path);
-    if (policy.needs_vendor_predictions() && !trained_model.info().vendor_rows) {
-        const std::string missing = model_path + " predicts no ATen times (trained with --no-vendor-rows)";
-        if (policy.name.empty()) throw core::InputError(policy.pairing_option(), missing);
-        throw core::InputError("--policy", "policy " + policy.name + ": " + missing +
-                                               "; --top-k writes the kernel configs alone");
-    }
+    model::check_vendor_predictions(policy, trained_model.info().vendor_rows, model_path);
     std::vector<MeasuredProblem> measured;
     const std::size_t per_problem = policy.ranked_per_problem();
     auto ranked = o.shapeset.empty()

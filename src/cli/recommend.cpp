@@ -1,12 +1,8 @@
 // `recommend`: rank a config space with the model and print the K best configs per problem.
 
-#include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,86 +21,40 @@
 namespace mmt::cli {
 namespace {
 
-// Not a size anyone types: tells "not given" from a bad value.
-constexpr std::int64_t kUnset = std::numeric_limits<std::int64_t>::min();
+using Request = model::RecommendRequest;
 
 struct RecommendOptions {
     std::string model;
-    std::string op = "mm";
-    std::int64_t m = kUnset;
-    std::int64_t n = kUnset;
-    std::int64_t k = kUnset;
-    std::int64_t batch = 1;
-    std::string dtype;
-    std::string layout = "nn";
-    std::string shapeset;
-    std::size_t top_k = 5;
-    std::string search_space = "DEFAULT";
-    bool allow_tf32 = false;
+    Request request;  ///< the problems, K, the space: defaults in the library's struct
     bool no_prune = false;
     bool json = false;
 
     void add_to(CLI::App& cmd) {
+        Request& r = request;
         cmd.add_option("--model", model,
                        "Trained model checkpoint (.pt); default: the shipped data/models/inductor_h200.pt (Inductor timings, NVIDIA H200)");
-        auto* op_opt = cmd.add_option("--op", op, "Operation: mm, addmm or bmm")->capture_default_str();
-        auto* m_opt = cmd.add_option("--m", m, "Rows of A and of the output");
-        auto* n_opt = cmd.add_option("--n", n, "Columns of B and of the output");
-        auto* k_opt = cmd.add_option("--k", k, "Columns of A, rows of B");
-        auto* b_opt = cmd.add_option("--batch", batch, "Batch size (bmm only)")->capture_default_str();
-        auto* d_opt = cmd.add_option("--dtype", dtype,
+        auto* op_opt = cmd.add_option("--op", r.op, "Operation: mm, addmm or bmm")->capture_default_str();
+        auto* m_opt = cmd.add_option("--m", r.m, "Rows of A and of the output");
+        auto* n_opt = cmd.add_option("--n", r.n, "Columns of B and of the output");
+        auto* k_opt = cmd.add_option("--k", r.k, "Columns of A, rows of B");
+        auto* b_opt = cmd.add_option("--batch", r.batch, "Batch size (bmm only)")->capture_default_str();
+        auto* d_opt = cmd.add_option("--dtype", r.dtype,
                                      "Operand dtype (default: float16 for a GPU model, float32 for a CPU model)");
-        auto* l_opt = cmd.add_option("--layout", layout, "Operand layouts: nn, nt, tn or tt")
+        auto* l_opt = cmd.add_option("--layout", r.layout, "Operand layouts: nn, nt, tn or tt")
                           ->capture_default_str();
-        auto* s_opt = cmd.add_option("--shapeset", shapeset,
+        auto* s_opt = cmd.add_option("--shapeset", r.shapeset,
                                      "Rank every problem of a shapeset file instead of one problem");
         for (auto* single : {op_opt, m_opt, n_opt, k_opt, b_opt, d_opt, l_opt}) s_opt->excludes(single);
-        cmd.add_option("--top-k", top_k, "Configs to print per problem")->capture_default_str();
-        cmd.add_option("--search-space", search_space, "Config space to rank: DEFAULT or EXHAUSTIVE")
+        cmd.add_option("--top-k", r.top_k, "Configs to print per problem")->capture_default_str();
+        cmd.add_option("--search-space", r.search_space, "Config space to rank: DEFAULT or EXHAUSTIVE")
             ->capture_default_str();
-        cmd.add_flag("--allow-tf32", allow_tf32, "Set ALLOW_TF32 on float32 problems (as collect --allow-tf32)");
+        cmd.add_flag("--allow-tf32", r.allow_tf32, "Set ALLOW_TF32 on float32 problems (as collect --allow-tf32)");
         cmd.add_flag("--no-prune", no_prune,
                      "Rank the whole space, even where this machine's backend for the model's "
                      "hardware would prune configs");
         cmd.add_flag("--json", json, "Print the recommendations as JSON");
     }
 };
-
-struct ProblemToRank {
-    std::string op_key;
-    core::MMShape shape;
-};
-
-std::vector<ProblemToRank> problems_to_rank(const RecommendOptions& o, const model::ModelInfo& info) {
-    if (!o.shapeset.empty()) {
-        const auto shapeset = core::load_shapeset(o.shapeset);
-        std::vector<ProblemToRank> problems;
-        for (const auto& entry : shapeset.operations) {
-            for (const auto& shape : entry.shapes) problems.push_back({entry.op, shape});
-        }
-        if (problems.empty()) throw core::InputError(o.shapeset, "the shapeset holds no shapes");
-        return problems;
-    }
-    if (!core::is_known_op(o.op)) {
-        throw core::InputError("--op", "unknown operation '" + o.op + "' (expected mm, addmm or bmm)");
-    }
-    if (!core::is_known_layout(o.layout)) {
-        throw core::InputError("--layout", "unknown layout '" + o.layout + "' (expected nn, nt, tn or tt)");
-    }
-    const std::pair<const char*, std::int64_t> sizes[] = {{"--m", o.m}, {"--n", o.n}, {"--k", o.k}};
-    for (const auto& [name, value] : sizes) {
-        if (value <= 0) {
-            throw core::InputError(name, value == kUnset ? "required (or give --shapeset)"
-                                                         : "must be positive, got " + std::to_string(value));
-        }
-    }
-    if (o.batch <= 0) throw core::InputError("--batch", "must be positive");
-    if (o.op != "bmm" && o.batch != 1) throw core::InputError("--batch", "only bmm takes a batch size");
-    std::string dtype = o.dtype;
-    if (dtype.empty()) dtype = model::lookup_hardware(info.hardware_name).is_gpu ? "float16" : "float32";
-    if (!core::is_known_dtype(dtype)) throw core::InputError("--dtype", "unknown dtype '" + dtype + "'");
-    return {{core::op_key(o.op, o.layout), core::make_shape(o.batch, o.m, o.n, o.k, dtype)}};
-}
 
 /// This machine's backend, when it measures the hardware the model was trained on: its
 /// prune() then turns the space into what collection would have timed there.
@@ -118,14 +68,7 @@ std::unique_ptr<collect::Backend> pruning_backend(const model::ModelInfo& info,
     return backend;
 }
 
-struct Ranked {
-    ProblemToRank problem;
-    std::size_t candidates = 0;
-    double milliseconds = 0.0;
-    std::vector<model::RankedConfig> top;
-};
-
-std::string shape_label(const ProblemToRank& p) {
+std::string shape_label(const model::ProblemToRank& p) {
     const auto& s = p.shape;
     std::string label = p.op_key + " M=" + std::to_string(s.M) + " N=" + std::to_string(s.N) +
                         " K=" + std::to_string(s.K);
@@ -133,7 +76,7 @@ std::string shape_label(const ProblemToRank& p) {
     return label + " " + s.M_dtype;
 }
 
-void print_table(const std::vector<Ranked>& results, const std::string& space) {
+void print_table(const std::vector<model::Recommendation>& results, const std::string& space) {
     for (const auto& r : results) {
         std::printf("%s: %zu %s candidates ranked in %.3f ms\n", shape_label(r.problem).c_str(),
                     r.candidates, space.c_str(), r.milliseconds);
@@ -152,60 +95,22 @@ void print_table(const std::vector<Ranked>& results, const std::string& space) {
     }
 }
 
-void print_json(const std::vector<Ranked>& results, const std::string& model_path,
-                const model::ModelInfo& info, const std::string& space, bool pruned) {
-    core::OrderedJson problems = core::OrderedJson::array();
-    for (const auto& r : results) {
-        core::OrderedJson top = core::OrderedJson::array();
-        for (std::size_t i = 0; i < r.top.size(); ++i) {
-            top.push_back({{"rank", i + 1},
-                           {"predicted_ms", r.top[i].predicted_ms},
-                           {"config", core::config_to_document(r.top[i].config)}});
-        }
-        problems.push_back({{"op", r.problem.op_key},
-                            {"shape", core::shape_to_document(r.problem.shape)},
-                            {"candidates", r.candidates},
-                            {"ranking_ms", r.milliseconds},
-                            {"top_k", top}});
-    }
-    const core::OrderedJson doc = {{"model", model_path},
-                                   {"model_hardware", info.hardware_name},
-                                   {"search_space", space},
-                                   {"pruned", pruned},
-                                   {"problems", problems}};
-    std::cout << core::python_json_dumps(doc, 2) << "\n";
-}
-
 int run_recommend(const RecommendOptions& o, const GlobalOptions& global) {
-    if (o.top_k == 0) throw core::InputError("--top-k", "must be at least 1");
-    model::CandidateOptions candidates;
-    candidates.space = collect::parse_search_space(o.search_space);
-    candidates.allow_tf32 = o.allow_tf32;
-
+    model::CandidateOptions candidates = model::candidate_options_of(o.request);
     const std::string model_path = model::model_or_default(o.model);
     if (o.model.empty()) spdlog::info("--model not given: using the default model {}", model_path);
     const auto trained_model = model::InferenceModel::load(model_path);
     const auto& info = trained_model.info();
-    const auto problems = problems_to_rank(o, info);
+    const auto problems = model::problems_to_rank(o.request, info);
     std::unique_ptr<collect::Backend> backend;
     if (!o.no_prune) backend = pruning_backend(info, global);
     candidates.backend = backend.get();
     model::CandidateRanker ranker(trained_model, model::candidate_options_for(info, candidates));
-
-    std::vector<Ranked> results;
-    for (const auto& problem : problems) {
-        const auto start = std::chrono::steady_clock::now();
-        Ranked ranked{problem, 0, 0.0, {}};
-        ranked.top = ranker.top_k(problem.op_key, problem.shape, o.top_k, &ranked.candidates);
-        const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
-        ranked.milliseconds = elapsed.count();
-        results.push_back(std::move(ranked));
-    }
-    const std::string space = collect::search_space_name(candidates.space);
+    const auto results = model::recommend(ranker, problems, o.request.top_k);
     if (o.json) {
-        print_json(results, model_path, info, space, backend != nullptr);
+        std::cout << model::recommendation_json(results, model_path, info, candidates.space, backend != nullptr);
     } else {
-        print_table(results, space);
+        print_table(results, collect::search_space_name(candidates.space));
     }
     return core::kExitOk;
 }

@@ -633,6 +633,10 @@ void save_dataset(const Dataset& dataset, const fs::path& path, DiodeLayout layo
     save_document(dataset_to_document(dataset, layout), path);
 }
 
+MMShape shape_from_document(const OrderedJson& value, const std::string& subject, const std::string& where) {
+    return DocumentReader(subject).shape(value, where);
+}
+
 OperationShapeSet load_shapeset(const fs::path& path) {
     return shapeset_from_document(load_document(path), path.string());
 }

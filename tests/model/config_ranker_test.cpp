@@ -215,6 +215,59 @@ TEST(CandidateRanker, AgreesWithCandidateConfigsOnEveryProblem) {
     }
 }
 
+// The ranking cut at a margin is the beginning of the whole ranking: everything within the
+// factor of the best kernel config, at least the count asked for, the vendor entry in place.
+TEST(CandidateRanker, TopWithinIsTheBeginningOfTheWholeRanking) {
+    const auto predictor = random_model(ModelType::base);
+    ModelInfo info = predictor.info();
+    info.vendor_rows = true;
+    for (auto space : {collect::SearchSpace::default_space, collect::SearchSpace::exhaustive}) {
+        CandidateOptions options;
+        options.space = space;
+        options = candidate_options_for(info, options);
+        CandidateRanker ranker(predictor.inference(), options);
+        for (const auto& p : kProblems) {
+            const auto whole = ranker.top_k(p.op_key, p.shape, std::numeric_limits<std::size_t>::max());
+            for (const auto& [factor, at_least] : {std::pair{1.0, std::size_t{1}}, std::pair{1.05, std::size_t{2}},
+                                                   std::pair{1.1025, std::size_t{1}}, std::pair{3.0, std::size_t{40}}}) {
+                const std::string where = collect::search_space_name(space) + " " + p.op_key + " factor " +
+                                          std::to_string(factor);
+                const auto cut = ranker.top_within(p.op_key, p.shape, factor, at_least);
+                ASSERT_LE(cut.size(), whole.size()) << where;
+                // The vendor entry is always there; the kernel configs are a prefix of the whole list.
+                std::vector<RankedConfig> kernels, whole_kernels;
+                for (const auto& r : cut) {
+                    if (!collect::is_reference_config(r.config)) kernels.push_back(r);
+                }
+                for (const auto& r : whole) {
+                    if (!collect::is_reference_config(r.config)) whole_kernels.push_back(r);
+                }
+                EXPECT_EQ(cut.size(), kernels.size() + 1) << where;
+                ASSERT_GE(kernels.size(), std::min(at_least, whole_kernels.size())) << where;
+                for (std::size_t i = 0; i < kernels.size(); ++i) {
+                    EXPECT_EQ(kernels[i].config, whole_kernels[i].config) << where << " rank " << i;
+                    EXPECT_EQ(kernels[i].predicted_ms, whole_kernels[i].predicted_ms) << where;
+                }
+                const double limit = whole_kernels.front().predicted_ms * factor;
+                for (std::size_t i = kernels.size(); i < whole_kernels.size(); ++i) {
+                    EXPECT_GT(whole_kernels[i].predicted_ms, limit) << where << " left out rank " << i;
+                }
+                // In the same place among them as in the whole ranking.
+                const auto vendor_at = [](const std::vector<RankedConfig>& r) {
+                    return std::find_if(r.begin(), r.end(), [](const RankedConfig& x) {
+                               return collect::is_reference_config(x.config);
+                           }) - r.begin();
+                };
+                if (vendor_at(whole) <= static_cast<std::ptrdiff_t>(kernels.size())) {
+                    EXPECT_EQ(vendor_at(cut), vendor_at(whole)) << where;
+                } else {
+                    EXPECT_EQ(vendor_at(cut), static_cast<std::ptrdiff_t>(kernels.size())) << where;
+                }
+            }
+        }
+    }
+}
+
 // Small sizes each scale the space their own way: the rankers prepared for them stay few,
 // and a ranker evicted and prepared again ranks as before.
 TEST(CandidateRanker, KeepsFewPreparedRankersOverManySmallShapes) {

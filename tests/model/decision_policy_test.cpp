@@ -357,5 +357,76 @@ TEST(DecisionPolicyRules, TopKOnlyKeepsTheNameAndTopK) {
     EXPECT_FALSE(diode.kernel_margin || diode.compile_margin || diode.bias_addmm_only || diode.with_aten);
 }
 
+// One problem decided on its own: the table, its entries with their times, the verdict.
+TEST(DecideProblem, GivesTheTableItsEntriesTimesAndVerdict) {
+    const core::GemmConfig aten = tile("aten_mm"), kernel = tile("kernel"), other = tile("other");
+    const auto shape = shape_with(2048, 4096);
+    // The kernel 1.0 ms against ATen's 1.2: the kernel alone (graph).
+    auto alone = decide_problem(graph_policy(), "mm", shape, {{kernel, 1.0}, {other, 1.05}, {aten, 1.2}});
+    EXPECT_EQ(names(alone.table), (Names{"kernel"}));
+    EXPECT_EQ(alone.verdict, "kernel");
+    EXPECT_EQ(alone.kernel_ms, 1.0);
+    EXPECT_EQ(alone.vendor_ms, 1.2);
+    ASSERT_EQ(alone.written.entries.size(), 1u);
+    EXPECT_EQ(alone.written.entries[0]["template_id"], "triton::mm");
+    EXPECT_EQ(alone.written.predicted_ms, (std::vector<std::optional<double>>{1.0}));
+
+    // ATen at 1.05 is within the margin: ATen alone.
+    auto vendor = decide_problem(graph_policy(), "mm", shape, {{kernel, 1.0}, {aten, 1.05}});
+    EXPECT_EQ(vendor.verdict, "aten");
+    EXPECT_EQ(vendor.written.predicted_ms, (std::vector<std::optional<double>>{1.05}));
+
+    // isolated pairs the two where the faster takes 10 us or more; an addmm's ATen is two entries.
+    auto addmm_aten = tile("aten_addmm");
+    addmm_aten.block_m = addmm_aten.block_n = addmm_aten.block_k = addmm_aten.group_m = addmm_aten.num_stages =
+        addmm_aten.num_warps = 1;
+    auto pair = decide_problem(isolated_policy(), "addmm", shape, {{kernel, 0.05}, {addmm_aten, 0.06}});
+    EXPECT_EQ(pair.verdict, "pair");
+    ASSERT_EQ(pair.written.entries.size(), 3u);
+    EXPECT_EQ(pair.written.entries[1]["template_id"], "aten::bias_addmm");
+    EXPECT_EQ(pair.written.entries[2]["template_id"], "aten::addmm");
+    EXPECT_EQ(pair.written.predicted_ms, (std::vector<std::optional<double>>{0.05, 0.06, 0.06}));
+
+    const auto doc = decision_document(isolated_policy(), pair);
+    EXPECT_EQ(doc["policy"], "isolated");
+    EXPECT_EQ(doc["decision"], "pair");
+    EXPECT_EQ(doc["kernel_ms"], 0.05);
+    EXPECT_EQ(doc["vendor_ms"], 0.06);
+    EXPECT_EQ(doc["entries"], pair.written.entries);
+}
+
+TEST(DecideProblem, AModelWithoutVendorRowsHasNoAtenTimes) {
+    DecisionPolicy top1;
+    top1.top_k = 1;
+    top1.with_aten = true;  // the writer adds ATen, whose time the model does not know
+    const auto decided = decide_problem(top1, "mm", shape_with(64, 64), {{tile("kernel"), 0.01}, {tile("other"), 0.02}});
+    EXPECT_FALSE(decided.vendor_ms.has_value());
+    ASSERT_EQ(decided.written.entries.size(), 2u);
+    EXPECT_EQ(decided.written.predicted_ms[1], std::nullopt);
+    EXPECT_EQ(decided.verdict, "pair");
+    EXPECT_TRUE(decision_document(top1, decided)["vendor_ms"].is_null());
+    EXPECT_TRUE(decision_document(top1, decided)["predicted_ms"][1].is_null());
+    EXPECT_NO_THROW(check_vendor_predictions(top1, false, "m.pt"));
+    try {
+        check_vendor_predictions(graph_policy(), false, "m.pt");
+        FAIL();
+    } catch (const core::InputError& e) {
+        EXPECT_EQ(e.subject(), "--policy");
+        EXPECT_NE(std::string(e.what()).find("m.pt predicts no ATen times"), std::string::npos);
+    }
+}
+
+// The margins decide() compares configs within, compounded.
+TEST(DecideProblem, TheRankingMarginCompoundsThePolicysMargins) {
+    EXPECT_DOUBLE_EQ(graph_policy().ranking_margin(), 1.05);
+    EXPECT_DOUBLE_EQ(isolated_policy().ranking_margin(), 1.05 * 1.05);
+    EXPECT_EQ(graph_policy().ranked_at_least(), 1u);
+    EXPECT_EQ(isolated_policy().ranked_at_least(), 2u);
+    DecisionPolicy plain;
+    plain.top_k = 3;
+    EXPECT_DOUBLE_EQ(plain.ranking_margin(), 1.0);
+    EXPECT_EQ(plain.ranked_at_least(), 3u);
+}
+
 }  // namespace
 }  // namespace mmt::model

@@ -65,6 +65,9 @@ std::string dataset_to_json(const Dataset& dataset, DiodeLayout layout = DiodeLa
 OrderedJson config_to_document(const GemmConfig& config);
 /// A shape as torch-diode's str(MMShape) orders it: version, B, M, M_dtype, N, K, ...
 OrderedJson shape_to_document(const MMShape& shape);
+/// A shape object (shape_to_document's, a shapeset's) with the readers' checks; throws
+/// InputError(subject, "<where>: <what>") on a missing or wrong field.
+MMShape shape_from_document(const OrderedJson& value, const std::string& subject, const std::string& where);
 
 /// The shape key torch-diode uses: str(MMShape), keys in its field order.
 std::string shape_key(const MMShape& shape);

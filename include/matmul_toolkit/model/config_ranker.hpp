@@ -50,6 +50,13 @@ public:
     std::vector<RankedConfig> top_k(const std::string& op_key, const core::MMShape& shape,
                                     std::size_t top_k, int parallel_units = 0);
 
+    /// The beginning of the same ranking: every config predicted within the factor `factor`
+    /// of the best one (a little more, never less), and at least `at_least` configs. What a
+    /// rule that compares configs only within a margin of the best needs, without setting
+    /// the rest for the problem.
+    std::vector<RankedConfig> top_within(const std::string& op_key, const core::MMShape& shape, double factor,
+                                         std::size_t at_least, int parallel_units = 0);
+
 private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;

@@ -95,6 +95,14 @@ struct DecisionPolicy {
     /// predicted time, every config within a margin), else top_k (top_k + 1 with with_aten,
     /// so that top_k kernel configs remain where ATen ranks among them).
     std::size_t ranked_per_problem() const;
+    /// Where decide() looks in a best-first ranking: the first ranked_at_least() entries, the
+    /// vendor entry, and the kernel configs predicted within the factor ranking_margin() of
+    /// the best one (the compile, paired-compile and runner-up margins, compounded: a
+    /// runner-up is compared with a pick the compile margin may have moved). The rest of the
+    /// ranking never changes a table, so a ranking cut there (CandidateRanker::top_within)
+    /// decides as the whole one does.
+    double ranking_margin() const;
+    std::size_t ranked_at_least() const;
     /// Cuts `ranked` (best first, ranked_per_problem() configs) to the problem's table.
     /// Every form of a problem (inductor_alternate_problems) gets the same treatment.
     Decision decide(std::vector<RankedConfig>& ranked, const core::MMShape& shape) const;
@@ -106,6 +114,35 @@ struct DecisionPolicy {
     /// Only top_k: what a torch-diode Table takes from a preset (it lists configs, not ATen).
     DecisionPolicy top_k_only() const;
 };
+
+/// Throws core::InputError when `policy` needs the model's predictions for the vendor entry
+/// and the model at `model_path` has none (`vendor_rows` false: trained with --no-vendor-rows),
+/// naming --policy for a preset, else the option of its first pairing rule.
+void check_vendor_predictions(const DecisionPolicy& policy, bool vendor_rows, const std::string& model_path);
+
+/// One problem decided on its own, as a caller inside a compiler asks (libmmt_rank's
+/// mmt_rank_decide): the policy's table, the Inductor entries export-lut writes for it under
+/// the problem's own key, and the times they were chosen by.
+struct ProblemDecision {
+    std::vector<RankedConfig> table;  ///< what DecisionPolicy::decide left of the ranking
+    InductorTable written;            ///< its entries, each with its predicted time
+    std::optional<double> kernel_ms;  ///< the ranking's best kernel config's predicted time
+    std::optional<double> vendor_ms;  ///< the vendor entry's, where the ranking holds it
+    Decision how;
+    /// "kernel": one kernel config alone (Inductor compiles it and times nothing); "aten":
+    /// ATen alone (Inductor compiles nothing); "pair": a kernel config and other entries,
+    /// which Inductor times against each other.
+    std::string verdict;
+};
+
+/// Decides one problem from its best-first `ranked` (ranked_per_problem() configs, as a
+/// CandidateRanker gives them), as export-lut decides each problem of a shapeset.
+ProblemDecision decide_problem(const DecisionPolicy& policy, const std::string& op_key, const core::MMShape& shape,
+                               std::vector<RankedConfig> ranked);
+
+/// {"policy", "entries", "predicted_ms", "kernel_ms", "vendor_ms", "decision"} (times in ms,
+/// null where unknown).
+core::OrderedJson decision_document(const DecisionPolicy& policy, const ProblemDecision& decided);
 
 /// The graph rule: the first kernel config of a best-first ranking alone where the model
 /// predicts it faster than the vendor entry by more than the factor 1 + `margin`

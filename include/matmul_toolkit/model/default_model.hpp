@@ -12,7 +12,9 @@ namespace mmt::model {
 inline constexpr const char* kDefaultModelFile = "inductor_h200.pt";
 
 /// Where the default model is looked for, in order: $MMT_MODEL_DIR, <binary dir>/models,
-/// <binary dir>/../share/matmul_toolkit/models, the source tree's data/models.
+/// <binary dir>/../share/matmul_toolkit/models, in a process that loaded libmmt_rank.so
+/// <library dir>/../../models (the library's package folder beside the binary, or
+/// share/matmul_toolkit/python/... when installed), the source tree's data/models.
 std::vector<std::filesystem::path> default_model_dirs();
 
 /// The first default model that exists; throws core::InputError("--model", ...) naming

@@ -66,6 +66,8 @@ public:
     /// Throws core::InputError naming the file when it is missing, not a matmul_toolkit
     /// checkpoint, or was trained with other features.
     static InferenceModel load(const std::filesystem::path& path);
+    /// The same from the file's bytes; `where` names the file in errors.
+    static InferenceModel from_bytes(std::string bytes, const std::string& where);
 
     const ModelInfo& info() const;
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "matmul_toolkit/core/json_codec.hpp"
 #include "matmul_toolkit/core/types.hpp"
 
 namespace mmt::model {
@@ -226,6 +227,21 @@ std::vector<InductorProblem> inductor_alternate_problems(const std::string& op_k
 
 /// The Triton template a config belongs to: "triton::mm" (mm, addmm) or "triton::bmm".
 std::string inductor_template_id(const std::string& op_key);
+
+/// A problem's table entries as inductor_lut_json writes them under the problem's own key,
+/// and the model's time for each.
+struct InductorTable {
+    core::OrderedJson entries = core::OrderedJson::array();
+    /// Per entry: a kernel config's predicted time; an ATen entry's the vendor entry's (the
+    /// table's, or `vendor_ms` for one the writer adds); nullopt where the model has none.
+    std::vector<std::optional<double>> predicted_ms;
+};
+
+/// `configs` (a decided table, best first) as Inductor entries: each kernel config as a
+/// template entry, the vendor entry as Inductor's ATen choices, and ATen added where the
+/// writer adds it (inductor_table_adds_vendor).
+InductorTable inductor_table(const std::string& op_key, const std::vector<RankedConfig>& configs,
+                             const InductorLutOptions& options, std::optional<double> vendor_ms = std::nullopt);
 
 /// The table as JSON text: {key: [{"template_id", "BLOCK_M", "BLOCK_N", "BLOCK_K",
 /// "GROUP_M", "num_stages", "num_warps", "EVEN_K", "USE_FAST_ACCUM", "ACC_TYPE"}, ...]}.

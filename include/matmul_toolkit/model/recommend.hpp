@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,9 +59,9 @@ std::vector<RankedConfig> top_k_configs(const InferenceModel& model, const std::
 
 /// Ranks one problem after another with ConfigRankers, each prepared once for the space as
 /// Inductor's scaling leaves it at a problem's sizes (that depends on a size only below the
-/// largest block, so a few rankers serve every problem; the most recently used are kept).
-/// Configs over the shared-memory limit are dropped from a ranking, and a model's vendor
-/// entry is predicted on its own and merged in. With a backend, which prunes per problem:
+/// largest block, so a few rankers serve every problem; the most recently used are kept),
+/// without the configs over the shared-memory limit at the problem's element size. A
+/// model's vendor entry is predicted on its own and merged in. With a backend, which prunes per problem:
 /// candidate_configs + top_k_configs.
 class CandidateRanker {
 public:
@@ -70,6 +71,13 @@ public:
     /// (when given) receives how many were ranked.
     std::vector<RankedConfig> top_k(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
                                     std::size_t* candidates = nullptr);
+    /// The beginning of the same ranking of every candidate (ConfigRanker::top_within): the
+    /// kernel configs predicted within the factor `factor` of the best one, at least
+    /// `at_least` entries, and the model's vendor entry wherever it ranks. A decision policy's
+    /// rules look no further (DecisionPolicy::ranking_margin), so they decide on it as on
+    /// top_k of every candidate.
+    std::vector<RankedConfig> top_within(const std::string& op_key, const core::MMShape& shape, double factor,
+                                         std::size_t at_least);
     /// How many prepared rankers are kept now (at most kMaxPrepared).
     std::size_t prepared_count() const { return m_prepared.size(); }
 
@@ -79,16 +87,16 @@ private:
     /// M, N and K as the space's scaling sees them: the size's power of two where that is
     /// below the largest block, else a size no block reaches.
     using ScalingKey = std::array<std::int64_t, 3>;
+    /// The scaling key and the element size where a shared-memory limit applies (else 0):
+    /// a prepared space holds only the configs under the limit, so none is predicted in vain.
+    using PreparedKey = std::array<std::int64_t, 4>;
     struct Prepared {
         ConfigRanker ranker;
-        std::map<int, std::size_t> over_shared_memory;  ///< element bytes -> configs over the limit
         std::uint64_t last_use = 0;
     };
     ScalingKey scaling_key(const core::MMShape& shape) const;
     Prepared& prepared_for(const core::MMShape& shape);
     bool over_shared_memory(const core::GemmConfig& config, int element_bytes) const;
-    /// How many of the prepared ranker's configs are over the limit at this element size (cached).
-    std::size_t over_shared_memory_count(Prepared& prepared, int element_bytes) const;
     /// Places the vendor entry among the ranker's best-first `ranked` (at most top_k kept).
     void add_vendor_entry(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
                           std::vector<RankedConfig>& ranked) const;
@@ -96,9 +104,67 @@ private:
     InferenceModel m_model;
     CandidateOptions m_options;
     int m_max_block_m = 0, m_max_block_n = 0, m_max_block_k = 0;
-    std::map<ScalingKey, Prepared> m_prepared;
+    std::map<PreparedKey, Prepared> m_prepared;
     std::uint64_t m_uses = 0;
 };
+
+/// A problem to rank: a dataset op key ("mm", "addmm_nt", ...) and a shape.
+struct ProblemToRank {
+    std::string op_key;
+    core::MMShape shape;
+};
+
+/// What `recommend` ranks, as its options name it (the CLI binds them; libmmt_rank's
+/// mmt_rank_recommend takes the same names in its request): one problem from op, m, n, k,
+/// batch, dtype and layout, or every shape of a shapeset file.
+struct RecommendRequest {
+    /// Not a size anyone types: tells "not given" from a bad value.
+    static constexpr std::int64_t kUnset = std::numeric_limits<std::int64_t>::min();
+
+    std::string op = "mm";
+    std::int64_t m = kUnset;
+    std::int64_t n = kUnset;
+    std::int64_t k = kUnset;
+    std::int64_t batch = 1;
+    std::string dtype;  ///< empty: float16 for a GPU model, float32 for a CPU model
+    std::string layout = "nn";
+    std::string shapeset;
+    std::size_t top_k = 5;
+    std::string search_space = "DEFAULT";
+    bool allow_tf32 = false;
+};
+
+/// The dtype recommend ranks without --dtype: float16 for a model of a GPU in the hardware
+/// table (lookup_hardware), float32 for a CPU model.
+std::string default_dtype(const ModelInfo& info);
+
+/// The request's problems: every shape of its shapeset, or the one problem its options give.
+/// Throws core::InputError naming the option ("--m": "required (or give --shapeset)", ...)
+/// or the shapeset file.
+std::vector<ProblemToRank> problems_to_rank(const RecommendRequest& request, const ModelInfo& info);
+
+/// The request's space and ALLOW_TF32 (no backend: the caller adds one to prune). Throws
+/// core::InputError("--top-k", ...) for a top_k of 0, ("--search-space", ...) for an unknown space.
+CandidateOptions candidate_options_of(const RecommendRequest& request);
+
+/// One problem ranked: its candidates, the K best and how long the ranking took.
+struct Recommendation {
+    ProblemToRank problem;
+    std::size_t candidates = 0;
+    double milliseconds = 0.0;  ///< wall time of CandidateRanker::top_k for this problem
+    std::vector<RankedConfig> top;
+};
+
+/// Ranks each problem with `ranker` and keeps its `top_k` best, timing each ranking.
+std::vector<Recommendation> recommend(CandidateRanker& ranker, const std::vector<ProblemToRank>& problems,
+                                      std::size_t top_k);
+
+/// `recommend --json`'s document: {"model", "model_hardware", "search_space", "pruned",
+/// "problems": [{"op", "shape", "candidates", "ranking_ms", "top_k": [{"rank", "predicted_ms",
+/// "config"}]}]}, as text (2-space indent, a newline at the end), the same for the CLI and
+/// libmmt_rank. `pruned`: a backend pruned the space.
+std::string recommendation_json(const std::vector<Recommendation>& results, const std::string& model_path,
+                                const ModelInfo& info, collect::SearchSpace space, bool pruned);
 
 /// The hardware names a model was trained on (ModelInfo::hardware_name joins them with ", ").
 std::vector<std::string> model_hardware_names(const ModelInfo& info);

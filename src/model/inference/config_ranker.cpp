@@ -163,21 +163,22 @@ const std::vector<float>& ConfigRanker::predict_log_ms(const std::string& op_key
     return m_impl->predict(op_key, shape, parallel_units);
 }
 
-std::vector<RankedConfig> ConfigRanker::top_k(const std::string& op_key, const core::MMShape& shape,
-                                              std::size_t top_k, int parallel_units) {
-    auto& impl = *m_impl;
-    const auto& log_ms = impl.predict(op_key, shape, parallel_units);
-    const std::size_t k = std::min(top_k, log_ms.size());
+namespace {
+
+/// The ranking's order: lowest predicted time first, NaN last, ties in space order.
+float ranking_key(const std::vector<float>& log_ms, std::size_t i) {
+    return std::isnan(log_ms[i]) ? std::numeric_limits<float>::infinity() : log_ms[i];
+}
+
+/// The first `k` of `order` sorted best first, each config set for the problem.
+std::vector<RankedConfig> best_first(std::vector<std::size_t>& order, std::size_t k, const std::vector<float>& log_ms,
+                                     const std::vector<core::GemmConfig>& configs, bool allow_tf32,
+                                     const std::string& op_key, const core::MMShape& shape) {
+    k = std::min(k, order.size());
     if (k == 0) return {};
-    auto& order = impl.order;
-    order.resize(log_ms.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    auto key = [&](std::size_t i) {
-        return std::isnan(log_ms[i]) ? std::numeric_limits<float>::infinity() : log_ms[i];
-    };
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                       [&](std::size_t a, std::size_t b) {
-                          const float ka = key(a), kb = key(b);
+                          const float ka = ranking_key(log_ms, a), kb = ranking_key(log_ms, b);
                           return ka < kb || (ka == kb && a < b);
                       });
     collect::Problem problem;
@@ -187,10 +188,39 @@ std::vector<RankedConfig> ConfigRanker::top_k(const std::string& op_key, const c
     out.reserve(k);
     for (std::size_t i = 0; i < k; ++i) {
         const std::size_t c = order[i];
-        out.push_back(RankedConfig{collect::specialize_config(impl.configs[c], problem, impl.allow_tf32),
+        out.push_back(RankedConfig{collect::specialize_config(configs[c], problem, allow_tf32),
                                    std::exp(static_cast<double>(log_ms[c]))});
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<RankedConfig> ConfigRanker::top_k(const std::string& op_key, const core::MMShape& shape,
+                                              std::size_t top_k, int parallel_units) {
+    auto& impl = *m_impl;
+    const auto& log_ms = impl.predict(op_key, shape, parallel_units);
+    auto& order = impl.order;
+    order.resize(log_ms.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    return best_first(order, top_k, log_ms, impl.configs, impl.allow_tf32, op_key, shape);
+}
+
+std::vector<RankedConfig> ConfigRanker::top_within(const std::string& op_key, const core::MMShape& shape,
+                                                   double factor, std::size_t at_least, int parallel_units) {
+    auto& impl = *m_impl;
+    const auto& log_ms = impl.predict(op_key, shape, parallel_units);
+    auto& order = impl.order;
+    order.resize(log_ms.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    float best = std::numeric_limits<float>::infinity();
+    for (std::size_t i = 0; i < log_ms.size(); ++i) best = std::min(best, ranking_key(log_ms, i));
+    // A little more than the factor: callers compare the times in double after exp(), and a
+    // longer prefix of the ranking changes nothing for them.
+    const float limit = best + static_cast<float>(std::log(factor)) + 1e-4f;
+    const auto within = static_cast<std::size_t>(
+        std::count_if(order.begin(), order.end(), [&](std::size_t i) { return ranking_key(log_ms, i) <= limit; }));
+    return best_first(order, std::max(within, at_least), log_ms, impl.configs, impl.allow_tf32, op_key, shape);
 }
 
 }  // namespace mmt::model

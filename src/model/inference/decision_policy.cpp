@@ -127,6 +127,16 @@ std::size_t DecisionPolicy::ranked_per_problem() const {
     return with_aten ? top_k + 1 : top_k;
 }
 
+double DecisionPolicy::ranking_margin() const {
+    double factor = 1.0;
+    for (const auto& margin : {compile_margin, paired_compile_margin, runner_up_margin}) {
+        if (margin) factor *= 1.0 + *margin;
+    }
+    return factor;
+}
+
+std::size_t DecisionPolicy::ranked_at_least() const { return with_aten ? top_k + 1 : top_k; }
+
 Decision DecisionPolicy::decide(std::vector<RankedConfig>& ranked, const core::MMShape& shape) const {
     Decision decision;
     const bool all_paired = every_table_paired(*this);
@@ -193,6 +203,50 @@ std::vector<RankedConfig> kernel_alone_or_vendor(const std::vector<RankedConfig>
     }
     if (kernel->predicted_ms * (1.0 + margin) < vendor->predicted_ms) return {*kernel};
     return {*vendor};
+}
+
+void check_vendor_predictions(const DecisionPolicy& policy, bool vendor_rows, const std::string& model_path) {
+    if (!policy.needs_vendor_predictions() || vendor_rows) return;
+    const std::string missing = model_path + " predicts no ATen times (trained with --no-vendor-rows)";
+    if (policy.name.empty()) throw core::InputError(policy.pairing_option(), missing);
+    throw core::InputError("--policy",
+                           "policy " + policy.name + ": " + missing + "; --top-k writes the kernel configs alone");
+}
+
+ProblemDecision decide_problem(const DecisionPolicy& policy, const std::string& op_key, const core::MMShape& shape,
+                               std::vector<RankedConfig> ranked) {
+    ProblemDecision decided;
+    const auto kernel = std::find_if_not(ranked.begin(), ranked.end(), is_vendor);
+    const auto vendor = std::find_if(ranked.begin(), ranked.end(), is_vendor);
+    if (kernel != ranked.end()) decided.kernel_ms = kernel->predicted_ms;
+    if (vendor != ranked.end()) decided.vendor_ms = vendor->predicted_ms;
+    decided.how = policy.decide(ranked, shape);
+    decided.table = std::move(ranked);
+    decided.written = inductor_table(op_key, decided.table, policy.inductor_options(), decided.vendor_ms);
+    const auto kernels = std::count_if(decided.table.begin(), decided.table.end(),
+                                       [](const RankedConfig& r) { return !is_vendor(r); });
+    if (kernels == 0) {
+        decided.verdict = "aten";
+    } else if (decided.written.entries.size() == 1) {
+        decided.verdict = "kernel";
+    } else {
+        decided.verdict = "pair";
+    }
+    return decided;
+}
+
+core::OrderedJson decision_document(const DecisionPolicy& policy, const ProblemDecision& decided) {
+    const auto ms = [](const std::optional<double>& value) {
+        return value && std::isfinite(*value) ? core::OrderedJson(*value) : core::OrderedJson(nullptr);
+    };
+    core::OrderedJson predicted = core::OrderedJson::array();
+    for (const auto& value : decided.written.predicted_ms) predicted.push_back(ms(value));
+    return {{"policy", policy.name},
+            {"entries", decided.written.entries},
+            {"predicted_ms", predicted},
+            {"kernel_ms", ms(decided.kernel_ms)},
+            {"vendor_ms", ms(decided.vendor_ms)},
+            {"decision", decided.verdict}};
 }
 
 std::vector<std::string> policy_names() { return {"graph", "isolated"}; }

@@ -6,6 +6,7 @@
 
 #include "checkpoint_reader.hpp"
 #include "inference_model_impl.hpp"
+#include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
 
@@ -31,7 +32,11 @@ InferenceModel::InferenceModel() = default;
 InferenceModel::InferenceModel(std::shared_ptr<const Impl> impl) : m_impl(std::move(impl)) {}
 
 InferenceModel InferenceModel::load(const std::filesystem::path& path) {
-    Checkpoint checkpoint = read_checkpoint(path);
+    return from_bytes(core::read_file(path), path.string());
+}
+
+InferenceModel InferenceModel::from_bytes(std::string bytes, const std::string& where) {
+    Checkpoint checkpoint = read_checkpoint_bytes(std::move(bytes), where);
     const FoldedNetwork folded = fold_network(checkpoint.info.spec, checkpoint.state);
     return InferenceModel(std::make_shared<const Impl>(std::move(checkpoint.info), folded));
 }

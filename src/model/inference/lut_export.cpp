@@ -100,30 +100,35 @@ std::vector<std::string> inductor_aten_ids(const std::string& op_key, bool bias_
 /// Triton templates' layout constraints fail, Inductor falls back to an extern kernel of
 /// the list and stops with "No extern kernel detected" when there is none (H100, bmm
 /// 8x4096x2902x4096 bf16 with a top-5 table without ATen). One config is used unbenchmarked,
-/// unless `options.with_aten` offers ATen beside it.
-ordered_json inductor_entries(const std::string& op_key, const std::vector<RankedConfig>& configs,
-                              const std::optional<std::int64_t>& padded_k, const InductorLutOptions& options) {
+/// unless `options.with_aten` offers ATen beside it. `padded_k`: the K of the padded form
+/// the entries are for (EVEN_K follows it).
+InductorTable inductor_entries(const std::string& op_key, const std::vector<RankedConfig>& configs,
+                               const std::optional<std::int64_t>& padded_k, const InductorLutOptions& options,
+                               std::optional<double> vendor_ms) {
     const std::string template_id = inductor_template_id(op_key);
-    ordered_json entries = ordered_json::array();
+    InductorTable table;
     bool aten = false;
     for (const auto& ranked : configs) {
         if (collect::is_reference_config(ranked.config)) {
             for (const auto& id : inductor_aten_ids(op_key, options.bias_addmm_only)) {
-                entries.push_back({{"template_id", id}});
+                table.entries.push_back({{"template_id", id}});
+                table.predicted_ms.emplace_back(ranked.predicted_ms);
             }
             aten = true;
             continue;
         }
         core::GemmConfig config = ranked.config;
         if (padded_k) config.even_k = *padded_k % config.block_k == 0;
-        entries.push_back(inductor_entry(template_id, config));
+        table.entries.push_back(inductor_entry(template_id, config));
+        table.predicted_ms.emplace_back(ranked.predicted_ms);
     }
     if (!aten && inductor_table_adds_vendor(configs, options.with_aten)) {
         for (const auto& id : inductor_aten_ids(op_key, options.bias_addmm_only)) {
-            entries.push_back({{"template_id", id}});
+            table.entries.push_back({{"template_id", id}});
+            table.predicted_ms.push_back(vendor_ms);
         }
     }
-    return entries;
+    return table;
 }
 
 std::string problem_label(const RankedProblem& p) {
@@ -131,6 +136,11 @@ std::string problem_label(const RankedProblem& p) {
 }
 
 }  // namespace
+
+InductorTable inductor_table(const std::string& op_key, const std::vector<RankedConfig>& configs,
+                             const InductorLutOptions& options, std::optional<double> vendor_ms) {
+    return inductor_entries(op_key, configs, std::nullopt, options, vendor_ms);
+}
 
 LutFormat parse_lut_format(const std::string& name) {
     if (name == "inductor") return LutFormat::inductor;
@@ -386,7 +396,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                                        "' (select one hardware with --hardware-name, or add "
                                        "device names to the keys)");
         }
-        table[key] = inductor_entries(problem.op, problem.configs, std::nullopt, options);
+        table[key] = inductor_entries(problem.op, problem.configs, std::nullopt, options, std::nullopt).entries;
     }
     // After every problem's own key, so another form's key never takes a real problem's place.
     for (const auto& problem : problems) {
@@ -397,7 +407,7 @@ std::string inductor_lut_json(const std::vector<RankedProblem>& problems,
                 return r.form.op_key == form.op_key && r.form.shape == form.shape;
             });
             const auto& configs = ranked != problem.forms.end() ? ranked->configs : problem.configs;
-            table[key] = inductor_entries(form.op_key, configs, form.shape.K, options);
+            table[key] = inductor_entries(form.op_key, configs, form.shape.K, options, std::nullopt).entries;
         }
     }
     return core::python_json_dumps(table, 2) + "\n";

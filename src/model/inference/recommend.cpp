@@ -1,11 +1,13 @@
 #include "matmul_toolkit/model/recommend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <unordered_set>
 
+#include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/features.hpp"
 
@@ -103,8 +105,8 @@ CandidateRanker::CandidateRanker(const InferenceModel& model, const CandidateOpt
         m_max_block_n = std::max(m_max_block_n, c.block_n);
         m_max_block_k = std::max(m_max_block_k, c.block_k);
     }
-    // Large problems, the common case, are ranked from the first call on.
-    prepared_for(core::make_shape(1, kUnboundedDim, kUnboundedDim, kUnboundedDim, "float32"));
+    // Large 16-bit problems, the common case, are ranked from the first call on.
+    prepared_for(core::make_shape(1, kUnboundedDim, kUnboundedDim, kUnboundedDim, "bfloat16"));
 }
 
 CandidateRanker::ScalingKey CandidateRanker::scaling_key(const core::MMShape& shape) const {
@@ -118,7 +120,9 @@ CandidateRanker::ScalingKey CandidateRanker::scaling_key(const core::MMShape& sh
 }
 
 CandidateRanker::Prepared& CandidateRanker::prepared_for(const core::MMShape& shape) {
-    const ScalingKey key = scaling_key(shape);
+    const ScalingKey scaling = scaling_key(shape);
+    const int element_bytes = m_options.shared_memory_bytes > 0 ? core::dtype_size(shape.M_dtype) : 0;
+    const PreparedKey key{scaling[0], scaling[1], scaling[2], element_bytes};
     auto at = m_prepared.find(key);
     if (at == m_prepared.end()) {
         if (m_prepared.size() >= kMaxPrepared) {
@@ -130,7 +134,13 @@ CandidateRanker::Prepared& CandidateRanker::prepared_for(const core::MMShape& sh
         if (m_options.inductor_scaling) {
             space = collect::inductor_scaled_configs(space, core::make_shape(1, key[0], key[1], key[2], "float32"));
         }
-        at = m_prepared.emplace(key, Prepared{ConfigRanker(m_model, space, m_options.allow_tf32), {}, 0}).first;
+        // What fails to compile is no candidate; the rest keep their order (ties go by it).
+        if (element_bytes > 0) {
+            space.erase(std::remove_if(space.begin(), space.end(),
+                                       [&](const core::GemmConfig& c) { return over_shared_memory(c, element_bytes); }),
+                        space.end());
+        }
+        at = m_prepared.emplace(key, Prepared{ConfigRanker(m_model, space, m_options.allow_tf32), 0}).first;
     }
     at->second.last_use = ++m_uses;
     return at->second;
@@ -139,16 +149,6 @@ CandidateRanker::Prepared& CandidateRanker::prepared_for(const core::MMShape& sh
 bool CandidateRanker::over_shared_memory(const core::GemmConfig& config, int element_bytes) const {
     return m_options.shared_memory_bytes > 0 &&
            collect::inductor_shared_memory_bytes(config, element_bytes) > m_options.shared_memory_bytes;
-}
-
-std::size_t CandidateRanker::over_shared_memory_count(Prepared& prepared, int element_bytes) const {
-    auto [at, inserted] = prepared.over_shared_memory.try_emplace(element_bytes, 0);
-    if (inserted) {
-        const auto& configs = prepared.ranker.configs();
-        at->second = static_cast<std::size_t>(std::count_if(
-            configs.begin(), configs.end(), [&](const auto& c) { return over_shared_memory(c, element_bytes); }));
-    }
-    return at->second;
 }
 
 void CandidateRanker::add_vendor_entry(const std::string& op_key, const core::MMShape& shape, std::size_t top_k,
@@ -179,22 +179,102 @@ std::vector<RankedConfig> CandidateRanker::top_k(const std::string& op_key, cons
         if (candidates != nullptr) *candidates = configs.size();
         return top_k_configs(m_model, op_key, shape, configs, top_k);
     }
-    // The space's configs over the shared-memory limit at this element size are ranked
-    // too, and dropped from enough of the best ones.
     Prepared& prepared = prepared_for(shape);
-    const int element_bytes = core::dtype_size(shape.M_dtype);
-    const std::size_t over_limit = over_shared_memory_count(prepared, element_bytes);
-    const std::size_t wanted = top_k > std::numeric_limits<std::size_t>::max() - over_limit ? top_k : top_k + over_limit;
-    auto ranked = prepared.ranker.top_k(op_key, shape, wanted);
-    ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
-                                [&](const RankedConfig& r) { return over_shared_memory(r.config, element_bytes); }),
-                 ranked.end());
-    if (ranked.size() > top_k) ranked.resize(top_k);
+    auto ranked = prepared.ranker.top_k(op_key, shape, top_k);
     if (m_options.with_reference && top_k > 0) add_vendor_entry(op_key, shape, top_k, ranked);
-    if (candidates != nullptr) {
-        *candidates = prepared.ranker.size() - over_limit + (m_options.with_reference ? 1 : 0);
-    }
+    if (candidates != nullptr) *candidates = prepared.ranker.size() + (m_options.with_reference ? 1 : 0);
     return ranked;
+}
+
+std::vector<RankedConfig> CandidateRanker::top_within(const std::string& op_key, const core::MMShape& shape,
+                                                      double factor, std::size_t at_least) {
+    if (m_options.backend != nullptr) return top_k(op_key, shape, std::numeric_limits<std::size_t>::max());
+    auto ranked = prepared_for(shape).ranker.top_within(op_key, shape, factor, at_least);
+    if (m_options.with_reference) add_vendor_entry(op_key, shape, std::numeric_limits<std::size_t>::max(), ranked);
+    return ranked;
+}
+
+std::string default_dtype(const ModelInfo& info) {
+    return lookup_hardware(info.hardware_name).is_gpu ? "float16" : "float32";
+}
+
+std::vector<ProblemToRank> problems_to_rank(const RecommendRequest& o, const ModelInfo& info) {
+    if (!o.shapeset.empty()) {
+        const auto shapeset = core::load_shapeset(o.shapeset);
+        std::vector<ProblemToRank> problems;
+        for (const auto& entry : shapeset.operations) {
+            for (const auto& shape : entry.shapes) problems.push_back({entry.op, shape});
+        }
+        if (problems.empty()) throw core::InputError(o.shapeset, "the shapeset holds no shapes");
+        return problems;
+    }
+    if (!core::is_known_op(o.op)) {
+        throw core::InputError("--op", "unknown operation '" + o.op + "' (expected mm, addmm or bmm)");
+    }
+    if (!core::is_known_layout(o.layout)) {
+        throw core::InputError("--layout", "unknown layout '" + o.layout + "' (expected nn, nt, tn or tt)");
+    }
+    const std::pair<const char*, std::int64_t> sizes[] = {{"--m", o.m}, {"--n", o.n}, {"--k", o.k}};
+    for (const auto& [name, value] : sizes) {
+        if (value <= 0) {
+            throw core::InputError(name, value == RecommendRequest::kUnset
+                                             ? "required (or give --shapeset)"
+                                             : "must be positive, got " + std::to_string(value));
+        }
+    }
+    if (o.batch <= 0) throw core::InputError("--batch", "must be positive");
+    if (o.op != "bmm" && o.batch != 1) throw core::InputError("--batch", "only bmm takes a batch size");
+    std::string dtype = o.dtype;
+    if (dtype.empty()) dtype = default_dtype(info);
+    if (!core::is_known_dtype(dtype)) throw core::InputError("--dtype", "unknown dtype '" + dtype + "'");
+    return {{core::op_key(o.op, o.layout), core::make_shape(o.batch, o.m, o.n, o.k, dtype)}};
+}
+
+CandidateOptions candidate_options_of(const RecommendRequest& request) {
+    if (request.top_k == 0) throw core::InputError("--top-k", "must be at least 1");
+    CandidateOptions options;
+    options.space = collect::parse_search_space(request.search_space);
+    options.allow_tf32 = request.allow_tf32;
+    return options;
+}
+
+std::vector<Recommendation> recommend(CandidateRanker& ranker, const std::vector<ProblemToRank>& problems,
+                                      std::size_t top_k) {
+    std::vector<Recommendation> results;
+    results.reserve(problems.size());
+    for (const auto& problem : problems) {
+        const auto start = std::chrono::steady_clock::now();
+        Recommendation ranked{problem, 0, 0.0, {}};
+        ranked.top = ranker.top_k(problem.op_key, problem.shape, top_k, &ranked.candidates);
+        const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+        ranked.milliseconds = elapsed.count();
+        results.push_back(std::move(ranked));
+    }
+    return results;
+}
+
+std::string recommendation_json(const std::vector<Recommendation>& results, const std::string& model_path,
+                                const ModelInfo& info, collect::SearchSpace space, bool pruned) {
+    core::OrderedJson problems = core::OrderedJson::array();
+    for (const auto& r : results) {
+        core::OrderedJson top = core::OrderedJson::array();
+        for (std::size_t i = 0; i < r.top.size(); ++i) {
+            top.push_back({{"rank", i + 1},
+                           {"predicted_ms", r.top[i].predicted_ms},
+                           {"config", core::config_to_document(r.top[i].config)}});
+        }
+        problems.push_back({{"op", r.problem.op_key},
+                            {"shape", core::shape_to_document(r.problem.shape)},
+                            {"candidates", r.candidates},
+                            {"ranking_ms", r.milliseconds},
+                            {"top_k", top}});
+    }
+    const core::OrderedJson doc = {{"model", model_path},
+                                   {"model_hardware", info.hardware_name},
+                                   {"search_space", collect::search_space_name(space)},
+                                   {"pruned", pruned},
+                                   {"problems", problems}};
+    return core::python_json_dumps(doc, 2) + "\n";
 }
 
 std::vector<std::string> model_hardware_names(const ModelInfo& info) {

@@ -1,0 +1,28 @@
+# ctest: libmmt_rank.so must load where neither LibTorch nor CUDA is installed. Fails when the
+# library needs (directly or through another library, as ldd resolves them) libtorch*, libc10*,
+# libcuda*, libcudart*, libcublas*, libnvrtc*; or exports any symbol but the mmt_rank_* API.
+#   cmake -DLIBRARY=<path to libmmt_rank.so> -P check_library_dependencies.cmake
+execute_process(COMMAND readelf -d ${LIBRARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIBRARY} failed")
+endif()
+execute_process(COMMAND ldd ${LIBRARY} OUTPUT_VARIABLE resolved RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "ldd ${LIBRARY} failed")
+endif()
+string(REGEX MATCHALL "lib(torch|c10|cuda|cudart|cublas|cublasLt|nvrtc)[^ \n\t]*" forbidden "${dynamic}\n${resolved}")
+if(forbidden)
+  list(REMOVE_DUPLICATES forbidden)
+  message(FATAL_ERROR "${LIBRARY} needs ${forbidden}:\n${dynamic}\n${resolved}")
+endif()
+execute_process(COMMAND nm -D --defined-only ${LIBRARY} OUTPUT_VARIABLE exported RESULT_VARIABLE status)
+if(status EQUAL 0)
+  string(REGEX MATCHALL " [TDBRW] [^\n]+" symbols "${exported}")
+  foreach(symbol ${symbols})
+    if(NOT symbol MATCHES " [TDBRW] mmt_rank_")
+      message(FATAL_ERROR "${LIBRARY} exports${symbol}, not part of mmt_rank.h")
+    endif()
+  endforeach()
+endif()
+string(REGEX MATCHALL "NEEDED[^\n]*" needed "${dynamic}")
+message(STATUS "${LIBRARY}: ${needed}")
