@@ -107,3 +107,21 @@ def test_decisions_are_the_tables_export_lut_writes(tmp_path: Path) -> None:
             # every decision is the table entry of its problem's own key (the table also holds
             # the problems' other forms: padded, batch-1 bmm as mm)
             assert all(entries in table.values() for entries in decided)
+
+
+def test_the_hook_decides_through_the_library_as_export_lut_does() -> None:
+    library()
+    from test_model_hook import linear
+
+    from matmul_toolkit_inductor.model_hook import ModelHook
+
+    with RankModel.open(MODEL) as model:
+        hook = ModelHook(model)  # the default policy: graph
+        # Llama's gate/up projection: ATen alone in the graph policy's table (model_suite.json)
+        assert hook.lookup(linear(2048, 5632, 2048), "mm", ["aten::mm", "triton::mm"]) == {"aten::mm": [{}]}
+        addmm = hook.lookup(linear(4096, 3072, 768, bias=True), "addmm",
+                            ["aten::bias_addmm", "aten::addmm", "triton::mm"])
+        assert list(addmm) in (["aten::bias_addmm"], ["triton::mm"])
+        info = model.info()
+        assert info["hardware"] == "NVIDIA H200" and len(info["sha256"]) == 64
+    assert "fallback" not in hook.explain()
