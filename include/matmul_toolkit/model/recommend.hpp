@@ -61,8 +61,8 @@ std::vector<RankedConfig> top_k_configs(const InferenceModel& model, const std::
 /// Inductor's scaling leaves it at a problem's sizes (that depends on a size only below the
 /// largest block, so a few rankers serve every problem; the most recently used are kept),
 /// without the configs over the shared-memory limit at the problem's element size. A
-/// model's vendor entry is predicted on its own and merged in. With a backend, which prunes per problem:
-/// candidate_configs + top_k_configs.
+/// model's vendor entry is predicted on its own and merged in. With a backend, which prunes
+/// per problem: candidate_configs + top_k_configs.
 class CandidateRanker {
 public:
     /// The ranker keeps a share of `model`; one ranker serves one thread at a time.
