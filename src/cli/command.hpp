@@ -27,8 +27,9 @@ int& exit_code();
 /// Adds --seed, --device, --format, --log-level to the app (they apply to every subcommand).
 void add_global_options(CLI::App& app, GlobalOptions& global);
 
-/// Registers every subcommand (src/cli/commands.cpp lists them).
-void register_all_commands(CLI::App& app, const GlobalOptions& global);
+/// Registers every subcommand (src/cli/commands.cpp lists them); the ones that need LibTorch
+/// (libmmt_train.so, training_commands.hpp) only `with_training`.
+void register_all_commands(CLI::App& app, const GlobalOptions& global, bool with_training);
 
 void register_stats(CLI::App& app, const GlobalOptions& global);
 void register_convert(CLI::App& app, const GlobalOptions& global);

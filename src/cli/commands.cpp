@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "matmul_toolkit/collect/backend_factory.hpp"
+#include "training_commands.hpp"
 
 namespace mmt::cli {
 
@@ -38,11 +39,16 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
     });
 }
 
-void register_all_commands(CLI::App& app, const GlobalOptions& global) {
+void register_all_commands(CLI::App& app, const GlobalOptions& global, bool with_training) {
+    // The training commands come from libmmt_train.so, in their places in the list.
+    const TrainingCommands* training = with_training ? &training_commands() : nullptr;
+    const auto train_side = [&](TrainingCommands::Register TrainingCommands::*command) {
+        if (training != nullptr) (training->*command)(app, global);
+    };
     register_stats(app, global);
     register_convert(app, global);
     register_merge(app, global);
-    register_validate_max_autotune(app, global);
+    train_side(&TrainingCommands::validate_max_autotune);
     register_recommend(app, global);
     register_export_lut(app, global);
     register_collect(app, global);
@@ -51,14 +57,14 @@ void register_all_commands(CLI::App& app, const GlobalOptions& global) {
     register_collect_shapeset(app, global);
     register_collect_script(app, global);
     register_profile(app, global);
-    register_train(app, global);
-    register_validate_model(app, global);
-    register_collect_and_train(app, global);
-    register_train_table(app, global);
-    register_predict_table(app, global);
+    train_side(&TrainingCommands::train);
+    train_side(&TrainingCommands::validate_model);
+    train_side(&TrainingCommands::collect_and_train);
+    train_side(&TrainingCommands::train_table);
+    train_side(&TrainingCommands::predict_table);
     register_collector_example(app, global);
     register_collector_basic_example(app, global);
-    register_model_example(app, global);
+    train_side(&TrainingCommands::model_example);
 }
 
 }  // namespace mmt::cli

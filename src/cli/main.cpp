@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "training_commands.hpp"
 #include "matmul_toolkit/build_config.hpp"
 #include "matmul_toolkit/core/error.hpp"
 
@@ -18,9 +19,17 @@ int main(int argc, char** argv) {
 
     cli::GlobalOptions global;
     cli::add_global_options(app, global);
-    cli::register_all_commands(app, global);
 
     try {
+        // LibTorch is loaded (with libmmt_train.so) only for the commands that need it.
+        const auto training = cli::training_use(argc, argv);
+        try {
+            cli::register_all_commands(app, global, training != cli::TrainingUse::none);
+        } catch (const core::Error&) {
+            // The full help lists what there is; a training command says why it can't run.
+            if (training == cli::TrainingUse::run) throw;
+            cli::register_all_commands(app, global, false);
+        }
         app.parse(argc, argv);
         return cli::exit_code();
     } catch (const CLI::ParseError& e) {

@@ -84,7 +84,8 @@ TEST_F(CollectWorkers, TwoWorkersCollectWhatOneProcessCollects) {
 }
 
 TEST_F(CollectWorkers, AKilledWorkerIsReportedAndItsProblemRetriedElsewhere) {
-    const auto full = args("data.json", 8, 256, 128);
+    // Problems a worker takes about a second for, four each: the kill lands mid-run.
+    const auto full = args("data.json", 8, 512, 384);
     const pid_t parent = ::fork();
     if (parent == 0) {
         const int out = ::open((dir / "stdout.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -101,7 +102,7 @@ TEST_F(CollectWorkers, AKilledWorkerIsReportedAndItsProblemRetriedElsewhere) {
         ::_exit(127);
     }
     std::vector<pid_t> workers;
-    // Generous: starting the binary (LibTorch is linked in) is slow on a loaded machine.
+    // Generous: starting the binary is slow on a loaded machine.
     for (int i = 0; i < 6000 && workers.size() < 2; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         workers = children_of(parent);

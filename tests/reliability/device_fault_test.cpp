@@ -152,10 +152,12 @@ std::vector<pid_t> children_of(pid_t parent) {
 }
 
 TEST_F(DeviceFaults, TheOnlyWorkerKilledMidRunIsReplacedAndTheRunCompletes) {
-    // Larger problems than the fault tests', so the kill lands while one is measured.
+    // Larger problems than the fault tests', so the kill lands while one is measured: a
+    // worker starts in well under the 300 ms waited (it loads no LibTorch) and measures
+    // these for about a second.
     auto a = args("killed.json", "0");
-    a[8] = "128";   // --min-size
-    a[10] = "192";  // --max-size
+    a[8] = "384";   // --min-size
+    a[10] = "512";  // --max-size
     Child child(a, dir / "log");
     std::vector<pid_t> workers;
     for (int i = 0; i < 6000 && workers.empty() && !child.finished(); ++i) {

@@ -98,10 +98,12 @@ TEST_F(OutputFailure, AnUnwritableDirectoryIsAnErrorAndNothingIsWritten) {
     if (::geteuid() == 0) {
         if (!can_drop_to(kNobody)) GTEST_SKIP() << "running as root without the right to setuid";
         // Root ignores directory modes, so the child drops to an unprivileged user; it runs
-        // copies of the binary and the dataset, since the checkout may not be readable to it.
+        // copies of the binary (with the training library beside it, where the binary looks
+        // for it) and the dataset, since the checkout may not be readable to it.
         limits.run_as_uid = kNobody;
         limits.binary = (m_dir / "matmul_toolkit").string();
         fs::copy_file(MMT_CLI_PATH, limits.binary);
+        fs::copy_file(fs::path(MMT_CLI_PATH).parent_path() / "libmmt_train.so", m_dir / "libmmt_train.so");
         fs::copy_file(m_sample, m_dir / "sample_cpu.json");
         m_sample = (m_dir / "sample_cpu.json").string();
     }
