@@ -2,6 +2,7 @@
 // moments, then run again. Every file left behind is whole, no problem is lost or
 // duplicated, and the final result equals an uninterrupted run's.
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
@@ -91,9 +92,14 @@ TEST_F(KillSafety, CollectKilledAtRandomMomentsResumesToTheUninterruptedProblemS
                                         "1", "--chunk-size", "1", "--quiet",
                                         "--output", (m_dir / output).string()};
     };
-    const auto start = Clock::now();
-    ASSERT_EQ(run_child(args("full.json"), m_dir / "log_full"), 0) << Child::slurp_file(m_dir / "log_full/stderr.txt");
-    const auto reference = Clock::now() - start;
+    // The shorter of two uninterrupted runs: a run of a few hundred ms that a busy machine
+    // slowed would set kill times past the end of the next runs.
+    auto reference = Clock::duration::max();
+    for (const char* output : {"full.json", "again.json"}) {
+        const auto start = Clock::now();
+        ASSERT_EQ(run_child(args(output), m_dir / "log_full"), 0) << Child::slurp_file(m_dir / "log_full/stderr.txt");
+        reference = std::min(reference, Clock::now() - start);
+    }
     const auto full = problem_counts(m_dir, "full");
     ASSERT_EQ(full.size(), 24u);
 
