@@ -1,6 +1,6 @@
 """Installing an `export-lut --lut-format inductor` table into Inductor.
 
-The table (src/model/lut_export.cpp writes it) maps Inductor's lookup keys,
+The table (src/model/inference/lut_export.cpp writes it) maps Inductor's lookup keys,
 "[device+]((torch.float16, [M, K], [K, 1]), ...)[+alpha=1&beta=1]+mm", to lists of
 template configs: {"template_id": "triton::mm", "BLOCK_M": 128, "BLOCK_N": 64,
 "BLOCK_K": 32, "GROUP_M": 8, "num_stages": 3, "num_warps": 4, "EVEN_K": true,

@@ -18,7 +18,7 @@ ADDMM_KEY = ("NVIDIA H100+((torch.float16, [128, 256], [0, 1]), (torch.float16, 
 
 
 def entry(**overrides: Any) -> dict[str, Any]:
-    """One entry as src/model/lut_export.cpp writes it."""
+    """One entry as src/model/inference/lut_export.cpp writes it."""
     base = {"template_id": "triton::mm", "BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8,
             "num_stages": 3, "num_warps": 4, "EVEN_K": True, "USE_FAST_ACCUM": False,
             "ACC_TYPE": "tl.float32"}

@@ -1,16 +1,50 @@
 """The worker's timing loop (timing.GatedTimer, InductorMeasurer's) against a fake torch that logs
 what would be enqueued on the GPU and runs a spin as a span of host time at a given SM
-clock: no torch needed."""
+clock: no torch needed. The host's clock is a fake too, so that a loaded machine (CI's
+sanitizer stage) cannot open a gate early: every enqueued operation takes the host
+HOST_OP_S, and a slow host is one that calls clock.sleep."""
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from matmul_toolkit_inductor import timing
+
+
+HOST_OP_S = 1e-6
+
+
+class HostClock:
+    """The host's time, advanced only by the fake's operations and sleep()."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+clock = HostClock()
+
+
+@pytest.fixture(autouse=True)
+def fake_host_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock.now = 0.0
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=clock.perf_counter))
+
+
+class FakeLog(list[str]):
+    """The log of enqueued operations; each one takes the host HOST_OP_S."""
+
+    def append(self, item: str) -> None:
+        clock.sleep(HOST_OP_S)
+        super().append(item)
 
 
 class FakeTorch:
@@ -22,7 +56,7 @@ class FakeTorch:
 
     def __init__(self, kernel_ms: float) -> None:
         self.kernel_ms = kernel_ms
-        self.log: list[str] = []
+        self.log: list[str] = FakeLog()
         self.spins_ms: list[float] = []
         self.spin_ms_at: dict[int, float] = {}
         self.clock_mhz = 1980.0
@@ -44,7 +78,7 @@ class FakeTorch:
                 log.append("record")
 
             def query(self) -> bool:
-                return torch.gpu_never_waits or time.perf_counter() >= self.done_at
+                return torch.gpu_never_waits or clock.perf_counter() >= self.done_at
 
             def elapsed_time(self, end: Any) -> float:
                 spins = sum(ms for at, ms in torch.spin_ms_at.items() if self.at < at < end.at)
@@ -55,11 +89,11 @@ class FakeTorch:
                 log.append("flush")
 
         def spin(cycles: int) -> None:
-            clock = self.slow_spins.get(len(self.spins_ms), self.clock_mhz)
-            ms = cycles / (clock * 1000)
+            sm_clock_mhz = self.slow_spins.get(len(self.spins_ms), self.clock_mhz)
+            ms = cycles / (sm_clock_mhz * 1000)
             self.spins_ms.append(ms)
             self.spin_ms_at[len(log)] = ms
-            self.spin_end = time.perf_counter() + ms / 1000
+            self.spin_end = clock.perf_counter() + ms / 1000
             log.append("spin")
 
         self.cuda = SimpleNamespace(
@@ -103,7 +137,7 @@ def test_a_gate_that_opened_too_soon_is_enqueued_again_behind_twice_the_hosts_ti
     m, fake = measurer(kernel_ms=0.01, repeat=10)
 
     def slow_call() -> None:  # a host that takes 2 ms to launch each call
-        time.sleep(0.002)
+        clock.sleep(0.002)
         fake.log.append("call")
 
     samples = m.timed_runs(slow_call)
@@ -183,7 +217,7 @@ def test_gated_benchmarks_time_inductors_min_benchmarks_and_put_its_benchmarker_
     monkeypatch.setitem(sys.modules, "torch._inductor.runtime.benchmarking", benchmarking)
     with timing.gated_benchmarks() as timer:
         # a call of 5 us whose launch the host takes 1 ms for: timed as the kernel alone
-        assert benchmarker.benchmark_gpu(lambda: (time.sleep(0.001), fake.log.append("call"))) == 0.005
+        assert benchmarker.benchmark_gpu(lambda: (clock.sleep(0.001), fake.log.append("call"))) == 0.005
         assert benchmarker.benchmark_gpu(lambda: None, return_mode="all") == 1.0
         assert timer.device == "cuda:0"
     assert calls == ["all"] and benchmarker.benchmark_gpu is inductors_own

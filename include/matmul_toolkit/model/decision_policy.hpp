@@ -146,8 +146,8 @@ core::OrderedJson decision_document(const DecisionPolicy& policy, const ProblemD
 
 /// The graph rule: the first kernel config of a best-first ranking alone where the model
 /// predicts it faster than the vendor entry by more than the factor 1 + `margin`
-/// (kernel_ms * (1 + margin) < vendor_ms), else the vendor entry alone. Throws core::Error
-/// when the ranking lacks a kernel config or the vendor entry.
+/// (kernel_ms * (1 + margin) < vendor_ms), else the vendor entry alone; the vendor entry alone
+/// too where the ranking holds no kernel config. Throws core::Error when it lacks the vendor entry.
 std::vector<RankedConfig> kernel_alone_or_vendor(const std::vector<RankedConfig>& ranked, double margin);
 
 /// The policy export-lut applies without --policy, --top-k or a rule flag. One constant, so

@@ -198,9 +198,10 @@ DecisionPolicy DecisionPolicy::top_k_only() const {
 std::vector<RankedConfig> kernel_alone_or_vendor(const std::vector<RankedConfig>& ranked, double margin) {
     const auto kernel = std::find_if_not(ranked.begin(), ranked.end(), is_vendor);
     const auto vendor = std::find_if(ranked.begin(), ranked.end(), is_vendor);
-    if (kernel == ranked.end() || vendor == ranked.end()) {
-        throw core::Error("graph rule", "the ranking needs a kernel config and the vendor entry");
-    }
+    if (vendor == ranked.end()) throw core::Error("graph rule", "the ranking needs the vendor entry");
+    // No kernel config left (every one over the shared-memory limit, or none in the space):
+    // ATen, which always runs.
+    if (kernel == ranked.end()) return {*vendor};
     if (kernel->predicted_ms * (1.0 + margin) < vendor->predicted_ms) return {*kernel};
     return {*vendor};
 }
