@@ -59,9 +59,10 @@ step_build() {
     model_training_step_graph_test
 }
 
-# The CLI alone (export-lut for the end-to-end runs).
+# The CLI (export-lut for the end-to-end runs; it brings libmmt_train.so) and libmmt_rank.so
+# (the use_model variants).
 step_build_cli() {
-  build_targets matmul_toolkit
+  build_targets matmul_toolkit mmt_rank
 }
 
 step_test() {
@@ -349,6 +350,7 @@ step_e2e_transformer() {
 # back under $out. Copy the two files into the work tree before the next call to go on.
 step_models() {
   local budget=$((step_seconds > 180 ? step_seconds - 90 : 90))
+  export MMT_RANK_LIBRARY=${MMT_RANK_LIBRARY:-$build/src/cli/libmmt_rank.so}
   # shellcheck disable=SC2086 # the lists are lists of words
   timeout -s TERM "$step_seconds" python3 bench/models/suite.py --mmt "$cli" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \

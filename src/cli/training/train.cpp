@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "command.hpp"
+#include "log.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/core/meta_sidecar.hpp"
@@ -53,7 +52,7 @@ int run_train(const TrainCommandOptions& o, const GlobalOptions& global) {
         throw core::InputError("--dataset", "give a dataset: --dataset FILE or --data-dir DIR");
     }
     const std::string mixed = core::mixed_timing_warning(dataset_files(o));
-    if (!mixed.empty()) spdlog::warn("{}", mixed);
+    if (!mixed.empty()) log_warning(mixed);
     if (!o.data_dir.empty()) {
         return run_training(o.training, core::load_dataset_dir(o.data_dir, o.file_extensions), o.data_dir, global);
     }

@@ -8,8 +8,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include <spdlog/spdlog.h>
-
+#include "log.hpp"
 #include "matmul_toolkit/collect/interrupt.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/training_log.hpp"
@@ -54,15 +53,16 @@ void run_cross_validation(const std::vector<model::ProblemGroup>& problems, cons
         if (e.subject() == "dataset") throw core::InputError(source, e.detail());
         throw;
     }
-    spdlog::info("{}-fold cross-validation by problem, seed {}", folds, options.seed);
+    log_info(printf_string("%d-fold cross-validation by problem, seed %llu", folds,
+                            static_cast<unsigned long long>(options.seed)));
     const auto result = model::cross_validate(
         problems, options, folds, [&](std::size_t f, const model::FoldResult& fold) {
             const auto& m = fold.report.overall;
-            spdlog::info("fold {}/{}: {} test problems, best epoch {}, {:.1f} s: rmse_log {:.4f}  r2 {:.3f}  "
-                         "spearman {:.3f}  top1 {:.3f}  top5 {:.3f}  regret {:.1f} % (p95 {:.1f} %)",
-                         f + 1, folds, fold.test_problems, fold.best_epoch, fold.seconds, m.rmse_log, m.r2,
-                         m.spearman, m.top_k_achieved[0], m.top_k_achieved[1], 100.0 * m.regret_mean,
-                         100.0 * m.regret_p95);
+            log_info(printf_string("fold %zu/%d: %zu test problems, best epoch %d, %.1f s: rmse_log %.4f  r2 %.3f  "
+                                   "spearman %.3f  top1 %.3f  top5 %.3f  regret %.1f %% (p95 %.1f %%)",
+                                   f + 1, folds, fold.test_problems, fold.best_epoch, fold.seconds, m.rmse_log,
+                                   m.r2, m.spearman, m.top_k_achieved[0], m.top_k_achieved[1],
+                                   100.0 * m.regret_mean, 100.0 * m.regret_p95));
         });
     if (result.interrupted) throw core::Interrupted("cross-validation interrupted; nothing saved");
     const auto path = model::write_cross_validation_log(result, log_dir);
@@ -248,13 +248,15 @@ int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const s
         throw;
     }
 
-    spdlog::info("training {} on {} rows of {} problems from {} ({})", options.model.describe(),
-                 model::count_rows(problems), problems.size(), source, options.device);
+    log_info(printf_string("training %s on %zu rows of %zu problems from %s (%s)", options.model.describe().c_str(),
+                           static_cast<std::size_t>(model::count_rows(problems)), problems.size(), source.c_str(),
+                           options.device.c_str()));
     options.on_epoch = [&](const model::EpochStats& e) {
-        const std::string member = options.ensemble > 1 ? fmt::format("member {}/{}  ", e.member + 1, options.ensemble) : "";
-        spdlog::info("{}epoch {:>3}/{}  train {:.5f}  val {:.5f}{}  {} rows/s  {:.3f} s", member, e.epoch, options.num_epochs,
-                     e.train_loss, e.validation_loss, e.improved ? " *" : "  ", rate(e.rows_per_second),
-                     e.seconds);
+        const std::string member =
+            options.ensemble > 1 ? printf_string("member %d/%d  ", e.member + 1, static_cast<int>(options.ensemble)) : "";
+        log_info(printf_string("%sepoch %3d/%d  train %.5f  val %.5f%s  %s rows/s  %.3f s", member.c_str(), e.epoch,
+                               static_cast<int>(options.num_epochs), e.train_loss, e.validation_loss,
+                               e.improved ? " *" : "  ", rate(e.rows_per_second).c_str(), e.seconds));
     };
     collect::clear_interrupt();
     collect::InterruptHandlerScope interrupt_scope;
@@ -264,11 +266,12 @@ int run_training(const TrainCliOptions& o, const core::Dataset& dataset, const s
     model::TrainResult result;
     if (o.tune > 0) {
         options.on_epoch = nullptr;  // a line per trial instead
-        spdlog::info("tuning: {} trials on the validation problems", o.tune);
+        log_info(printf_string("tuning: %d trials on the validation problems", o.tune));
         auto tuned = model::tune_model(problems, options, o.tune, [&](std::size_t t, const model::TuneTrial& trial) {
-            spdlog::info("trial {}/{}: {} lr {:.3g} wd {:.3g}: validation rmse_log {:.4f} top1 {:.3f} ({:.1f} s)", t + 1,
-                         o.tune, trial.model.describe(), trial.learning_rate, trial.weight_decay,
-                         trial.validation.rmse_log, trial.validation.top_k_achieved[0], trial.seconds);
+            log_info(printf_string("trial %zu/%d: %s lr %.3g wd %.3g: validation rmse_log %.4f top1 %.3f (%.1f s)",
+                                   t + 1, o.tune, trial.model.describe().c_str(), trial.learning_rate,
+                                   trial.weight_decay, trial.validation.rmse_log, trial.validation.top_k_achieved[0],
+                                   trial.seconds));
         });
         std::cout << model::format_tune_table(tuned) << "\n";
         options.model = tuned.trials[tuned.best].model;

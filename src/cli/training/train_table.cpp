@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "command.hpp"
+#include "log.hpp"
 #include "matmul_toolkit/core/csv_table.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
@@ -92,7 +91,7 @@ int run_train_table(TrainTableOptions o, const GlobalOptions& global) {
         const auto y = target_values(table, columns, group.rows, o.csv);
         model::TableModelReport report;
         report.group = group.name;
-        spdlog::info("training {}{} rows", group.name.empty() ? "" : "group '" + group.name + "': ", group.rows.size());
+        log_info("training " + (group.name.empty() ? "" : "group '" + group.name + "': ") + std::to_string(group.rows.size()) + " rows");
         file.models.push_back(model::train_table_mlp(x, y, columns.features.size(), o.training, start, report));
         reports.push_back(report);
     }

@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "command.hpp"
+#include "log.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/autotune_analysis.hpp"
@@ -70,7 +69,7 @@ int run_validate_max_autotune(const ValidateMaxAutotuneOptions& o, const GlobalO
     const std::string device = resolved_device(global);
     const auto predictor = model::Predictor::load(o.model, device);
     const auto warning = model::check_model_hardware(predictor.info(), dataset, o.model, o.force);
-    if (!warning.empty()) spdlog::warn("{}", warning);
+    if (!warning.empty()) log_warning(warning);
 
     model::AnalysisOptions options;
     options.top_n_values = o.top_n;
@@ -83,7 +82,7 @@ int run_validate_max_autotune(const ValidateMaxAutotuneOptions& o, const GlobalO
         return predictor.predict_log_ms(op, shape, configs,
                                         model::lookup_hardware(hardware).parallel_units);
     };
-    spdlog::info("analysing {} problems of {} against {}", dataset.num_problems(), o.dataset, o.solution);
+    log_info("analysing " + std::to_string(dataset.num_problems()) + " problems of " + o.dataset + " against " + o.solution);
     model::AutotuneAnalysis analysis;
     try {
         analysis = model::analyse_max_autotune(dataset, solution, predict, options);
@@ -92,7 +91,7 @@ int run_validate_max_autotune(const ValidateMaxAutotuneOptions& o, const GlobalO
         if (e.subject() == "top-N") throw core::InputError("--top-n", e.detail());
         throw;
     }
-    for (const auto& w : analysis.warnings) spdlog::warn("{}", w);
+    for (const auto& w : analysis.warnings) log_warning(w);
 
     model::AnalysisMetadata metadata;
     metadata.model_path = o.model;

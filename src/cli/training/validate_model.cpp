@@ -7,9 +7,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "log.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/evaluator.hpp"
@@ -58,7 +58,7 @@ int run_model_validation(const ModelValidationRequest& o, const core::Dataset& d
     for (const auto& hw : dataset.hardware()) {
         if (optional_filter(o.hardware_name) && hw.name != o.hardware_name) continue;
         if (trained_on.find(hw.name) == std::string::npos) {
-            spdlog::warn("the model was trained on '{}', the dataset holds timings of '{}'", trained_on, hw.name);
+            log_warning("the model was trained on '" + trained_on + "', the dataset holds timings of '" + hw.name + "'");
         }
     }
     const auto report = model::evaluate_model(predictor, problems, static_cast<std::size_t>(o.top_n_worst));
