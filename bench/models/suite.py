@@ -207,6 +207,9 @@ def merge(document: dict[str, Any], name: str, record: dict[str, Any], environme
     document.setdefault("definitions", {})[name] = record.get("description", "")
     for key, value in environment.items():
         document[key] = value
+    # Each run's own environment, for the variants that carry its name.
+    for run in {r["run"] for r in record.get("variants", {}).values() if isinstance(r, dict) and "run" in r}:
+        document.setdefault("runs", {})[run] = environment
 
 
 def write_results(path: str, document: dict[str, Any]) -> None:
@@ -419,8 +422,10 @@ def environment(torch: Any) -> dict[str, Any]:
     import transformers
     import triton
 
-    commit = subprocess.run(["git", "-C", SOURCE_DIR, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    # The device's copy of the work tree may hold no repository (or another one's HEAD): the
+    # caller names the commit it sent.
+    commit = os.environ.get("MMT_TOOLKIT_COMMIT") or subprocess.run(
+        ["git", "-C", SOURCE_DIR, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
             "cuda": torch.version.cuda, "transformers": transformers.__version__,
             "torchvision": torchvision.__version__, "python": sys.version.split()[0], "toolkit_commit": commit,

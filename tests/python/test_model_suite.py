@@ -520,3 +520,14 @@ def test_each_variant_is_stamped_with_its_runs_default() -> None:
     suite.stamp_run(variants, "host-1-20261201T000000Z")
     assert all(v["run"] == "host-1-20261201T000000Z" for v in variants.values())
     assert variants["ours"]["default_ms"] == 2.0 and variants["max_autotune"]["default_compile_s"] == 10.0
+
+
+def test_each_runs_environment_is_kept_beside_the_latest() -> None:
+    document: dict[str, Any] = {"workloads": {}}
+    first = {"variants": {"default": {"ms": 1.0, "compile_s": 2.0, "run": "a"}}}
+    second = {"variants": {"use_model": {"ms": 0.9, "compile_s": 1.0, "run": "b"}}}
+    suite.merge(document, "llama_prefill", first, {"torch": "2.10", "toolkit_commit": "1111111"})
+    suite.merge(document, "llama_prefill", second, {"torch": "2.11", "toolkit_commit": "2222222"})
+    assert document["torch"] == "2.11" and set(document["workloads"]["llama_prefill"]) == {"default", "use_model"}
+    assert document["runs"] == {"a": {"torch": "2.10", "toolkit_commit": "1111111"},
+                                "b": {"torch": "2.11", "toolkit_commit": "2222222"}}
