@@ -1,28 +1,24 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets in fuzz/ with clang and runs each for a bounded time on a
-# copy of its seed corpus (tests/fuzz/corpus/<target>). fuzz_checkpoint fuzzes the torch-free
-# checkpoint loader (src/model/inference: the archive walk, the checks, the fold), all of it
-# instrumented; no target links LibTorch. A crash fails the script and
-# leaves the input in ${FUZZ_BUILD_DIR}/crashes/<target>/: add it to
+# Builds the libFuzzer targets in fuzz/ in the sanitizer build (scripts/sanitizer_build.sh:
+# clang, ASan + UBSan, the project's own libraries with libFuzzer's coverage) and runs each
+# for a bounded time on a copy of its seed corpus (tests/fuzz/corpus/<target>).
+# fuzz_checkpoint fuzzes the torch-free checkpoint loader (src/model/inference: the archive
+# walk, the checks, the fold); no target links LibTorch. A crash fails the script and leaves
+# the input in ${SANITIZE_BUILD_DIR}/fuzz/crashes/<target>/: add it to
 # tests/fuzz/regressions/<target>/ with the fix, where reliability_fuzz_regression_test
 # (model_torch_archive_check_test for checkpoints) replays it.
-#   FUZZ_SECONDS   seconds per target (default 45)
-#   FUZZ_TARGETS   targets to run (default: all five)
-#   FUZZ_BUILD_DIR build directory (default build-fuzz)
+#   FUZZ_SECONDS        seconds per target (default 45)
+#   FUZZ_TARGETS        targets to run (default: all five)
+#   SANITIZE_BUILD_DIR  build directory (default build-sanitize)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-45}
-build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
+build_dir=${SANITIZE_BUILD_DIR:-build-sanitize}
 targets=(${FUZZ_TARGETS:-dataset_json dataset_msgpack shapeset solution checkpoint})
 
-generator=()
-if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S fuzz -B "$build_dir" "${generator[@]}" -DCMAKE_CXX_COMPILER="${FUZZ_CXX:-clang++}" \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo
-fi
-cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" --target "${targets[@]/#/fuzz_}"
+SANITIZE_BUILD_DIR=$build_dir bash scripts/sanitizer_build.sh "${targets[@]/#/fuzz_}"
+build_dir=$build_dir/fuzz
 
 # The targets write each input to a scratch file under TMPDIR; keep those in the build dir.
 export TMPDIR="$PWD/$build_dir/tmp"

@@ -247,7 +247,8 @@ TEST_F(RankLibrary, RecommendAnswersWhatTheCliPrintsWithNoPrune) {
         const auto theirs = cli(args);
         ASSERT_EQ(theirs.exit_code, 0) << theirs.err;
         EXPECT_EQ(without_timing(ours.text), without_timing(theirs.out)) << request;
-        for (const auto& problem : OrderedJson::parse(ours.text)["problems"]) {
+        const auto answer = OrderedJson::parse(ours.text);  // a range-for over a temporary's member dangles
+        for (const auto& problem : answer["problems"]) {
             EXPECT_GE(problem["ranking_ms"].get<double>(), 0.0);
         }
     }
@@ -315,8 +316,10 @@ TEST_F(RankLibrary, BadRequestsAreOneLineOfBadInput) {
 TEST_F(RankLibrary, DecideAnswersExportLutsTableOfEveryProblem) {
     const auto model = open_model();
     std::size_t decided = 0;
+    std::size_t shapes = 0;
     for (const auto& shapeset_path : {kModelSuite, kTransformerShapes}) {
         const auto shapeset = mmt::core::load_shapeset(shapeset_path);
+        for (const auto& entry : shapeset.operations) shapes += entry.shapes.size();
         for (const std::string policy : {"graph", "isolated"}) {
             const auto table_path = dir / (policy + "_" + shapeset_path.filename().string());
             const auto run = cli({"export-lut", "--model", kModel.string(), "--shapeset", shapeset_path.string(),
@@ -350,7 +353,8 @@ TEST_F(RankLibrary, DecideAnswersExportLutsTableOfEveryProblem) {
             }
         }
     }
-    EXPECT_EQ(decided, 2u * (12 + 157));
+    EXPECT_GT(shapes, 150u);
+    EXPECT_EQ(decided, 2 * shapes);  // every problem of both shapesets, under both policies
 }
 
 TEST_F(RankLibrary, WithoutAPolicyDecideTakesExportLutsDefault) {
