@@ -15,7 +15,7 @@ demo_dir=${DEMO_DIR:-out/demo}
 "$build_dir/src/cli/matmul_toolkit" --device cpu collect-and-train \
   --num-shapes "${NUM_SHAPES:-150}" --validation-shapes "${VALIDATION_SHAPES:-40}" \
   --dataset "$demo_dir/train_dataset.json" --validation-dataset "$demo_dir/validation_dataset.json" \
-  --model "$demo_dir/matmul_model.pt" --log-dir "$demo_dir/logs" \
+  --output "$demo_dir/matmul_model.pt" --log-dir "$demo_dir/logs" \
   --validation-report "$demo_dir/validation_metrics.json" --quiet
 echo
 echo "demo outputs in $demo_dir: datasets, matmul_model.pt, logs/ (training_history.csv," \

@@ -23,7 +23,7 @@ OPS=${OPS:-mm addmm bmm}
 SEARCH_SPACE=${SEARCH_SPACE:-DEFAULT}
 WARMUP=${WARMUP:-}
 REPEAT=${REPEAT:-}
-MODEL_TYPE=${MODEL_TYPE:-}               # empty: train's default (base 64,32); base | deep
+MODEL_TYPE=${MODEL_TYPE:-}               # empty: the quick recipe's (base 64,32); base | deep
 NUM_EPOCHS=${NUM_EPOCHS:-20}
 BATCH_SIZE=${BATCH_SIZE:-64}
 RECOMMEND_SHAPESET=${RECOMMEND_SHAPESET:-$ROOT/data/shapesets/example_shapes.json}
@@ -106,8 +106,8 @@ fi
 
 architecture=()
 [[ -n $MODEL_TYPE ]] && architecture=(--model-type "$MODEL_TYPE")
-if [[ -f $train_dataset ]] && step train "$MMT" "${global[@]}" train --dataset "$train_dataset" \
-  --model "$model" "${architecture[@]}" --num-epochs "$NUM_EPOCHS" --batch-size "$BATCH_SIZE" \
+if [[ -f $train_dataset ]] && step train "$MMT" "${global[@]}" train --recipe quick --dataset "$train_dataset" \
+  --output "$model" "${architecture[@]}" --num-epochs "$NUM_EPOCHS" --batch-size "$BATCH_SIZE" \
   --log-dir "$log_dir"; then
   metric[training_rows_per_second]=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "rows_per_second") c = i; next }
     c && $c != "" { s += $c; n++ } END { if (n) printf "%.1f\n", s / n }' "$log_dir/training_history.csv" 2>/dev/null || true)
@@ -116,7 +116,7 @@ fi
 if step create-validation "$MMT" "${global[@]}" create-validation --num-shapes "$VALIDATION_SHAPES" \
   --output "$validation_dataset" "${collection[@]}" &&
   [[ -f $model ]] && step validate-model "$MMT" "${global[@]}" validate-model --model "$model" \
-  --dataset "$validation_dataset" --output-json "$validation_report"; then
+  --dataset "$validation_dataset" --output "$validation_report"; then
   metric[validation_rmse_log]=$(json_get "$validation_report" overall rmse_log || true)
   metric[validation_r2]=$(json_get "$validation_report" overall r2 || true)
   metric[top1_achieved_fraction]=$(json_get "$validation_report" overall top_k_achieved_fraction 1 || true)

@@ -24,10 +24,11 @@ OPS=${OPS:-mm addmm bmm}
 SEARCH_SPACE=${SEARCH_SPACE:-DEFAULT}   # DEFAULT | EXHAUSTIVE
 WARMUP=${WARMUP:-}                      # empty: the backend's default
 REPEAT=${REPEAT:-}
-MODEL_TYPE=${MODEL_TYPE:-base}          # base (train's default, hidden 64,32) | deep
-NUM_EPOCHS=${NUM_EPOCHS:-100}
-BATCH_SIZE=${BATCH_SIZE:-64}
-PATIENCE=${PATIENCE:-10}
+RECIPE=${RECIPE:-}                      # empty: train's default (the shipped model's) | quick
+MODEL_TYPE=${MODEL_TYPE:-}              # empty: the recipe's (base) | deep
+NUM_EPOCHS=${NUM_EPOCHS:-}              # empty: the recipe's
+BATCH_SIZE=${BATCH_SIZE:-}
+PATIENCE=${PATIENCE:-}
 TRAIN_DATASET=${TRAIN_DATASET:-$DATA_DIR/seed_${SEED}_train_dataset.$FORMAT}
 VALIDATION_DATASET=${VALIDATION_DATASET:-$DATA_DIR/seed_${SEED}_validation_dataset.$FORMAT}
 MODEL_PATH=${MODEL_PATH:-$DATA_DIR/matmul_model.pt}
@@ -51,10 +52,14 @@ collection=(--min-size "$MIN_SIZE" --ops "${ops[@]}" --search-space "$SEARCH_SPA
 echo "== 1/4 collect: $NUM_SHAPES problems -> $TRAIN_DATASET"
 "$MMT" "${global[@]}" collect --num-shapes "$NUM_SHAPES" --output "$TRAIN_DATASET" "${collection[@]}"
 
-echo "== 2/4 train: $MODEL_TYPE model -> $MODEL_PATH"
-"$MMT" "${global[@]}" train --dataset "$TRAIN_DATASET" --model "$MODEL_PATH" \
-  --model-type "$MODEL_TYPE" --num-epochs "$NUM_EPOCHS" --batch-size "$BATCH_SIZE" \
-  --patience "$PATIENCE" --log-dir "$LOG_DIR"
+training=(--log-dir "$LOG_DIR")
+[[ -n $RECIPE ]] && training+=(--recipe "$RECIPE")
+[[ -n $MODEL_TYPE ]] && training+=(--model-type "$MODEL_TYPE")
+[[ -n $NUM_EPOCHS ]] && training+=(--num-epochs "$NUM_EPOCHS")
+[[ -n $BATCH_SIZE ]] && training+=(--batch-size "$BATCH_SIZE")
+[[ -n $PATIENCE ]] && training+=(--patience "$PATIENCE")
+echo "== 2/4 train: ${RECIPE:-the default} recipe -> $MODEL_PATH"
+"$MMT" "${global[@]}" train --dataset "$TRAIN_DATASET" --output "$MODEL_PATH" "${training[@]}"
 
 echo "== 3/4 create-validation: $VALIDATION_SHAPES problems (seed $((SEED + 1))) -> $VALIDATION_DATASET"
 "$MMT" "${global[@]}" create-validation --num-shapes "$VALIDATION_SHAPES" \
@@ -62,6 +67,6 @@ echo "== 3/4 create-validation: $VALIDATION_SHAPES problems (seed $((SEED + 1)))
 
 echo "== 4/4 validate-model -> $VALIDATION_REPORT"
 "$MMT" "${global[@]}" validate-model --model "$MODEL_PATH" --dataset "$VALIDATION_DATASET" \
-  --output-json "$VALIDATION_REPORT"
+  --output "$VALIDATION_REPORT"
 
 echo "done: model $MODEL_PATH, report $VALIDATION_REPORT"

@@ -66,7 +66,7 @@ task_command() {
     --output "$SHARD_DIR/$NAME.$FORMAT" --quiet "${collect_args[@]}"
 }
 merge_command() {
-  printf '%q ' "$MMT" merge --inputs "$SHARD_DIR" --output "$MERGED"
+  printf '%q ' "$MMT" merge --dataset "$SHARD_DIR" --output "$MERGED"
 }
 # sbatch command lines; the array job id is only known after the first submission.
 array_submission() {

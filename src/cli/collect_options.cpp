@@ -79,8 +79,9 @@ void add_measurement_options(CLI::App& cmd, CollectCliOptions& o) {
     cmd.add_option("--configs", o.configs,
                    "Solution file: time exactly its configs instead of a search space");
     cmd.add_flag("--allow-tf32", o.allow_tf32, "Set ALLOW_TF32 on float32 problems");
-    cmd.add_flag("--no-reference", o.no_reference,
+    cmd.add_flag("--no-aten", o.no_reference,
                  "Skip the vendor-library entry (aten_mm / aten_addmm / aten_bmm) per problem");
+    add_old_flag_spelling(cmd, "--no-reference", o.no_reference);
     cmd.add_option("--warmup", o.warmup, "Untimed runs per config (default: the backend's)");
     cmd.add_option("--repeat", o.repeat, "Timed runs per config; the median is recorded (default: the backend's)");
     cmd.add_option("--stop-after", o.stop_after_s,

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "matmul_toolkit/core/error.hpp"
+
 namespace mmt::cli {
 
 /// Options every subcommand sees.
@@ -23,6 +25,22 @@ std::string resolved_device(const GlobalOptions& global);
 
 /// Set by a subcommand's callback: the process exit code.
 int& exit_code();
+
+/// An option's former spelling (issue 56: one name for one thing): accepted, filling the
+/// same variable, and left out of --help.
+template <typename T>
+void add_old_spelling(CLI::App& cmd, const std::string& old_name, T& variable) {
+    cmd.add_option(old_name, variable)->group("");
+}
+inline void add_old_flag_spelling(CLI::App& cmd, const std::string& old_name, bool& flag) {
+    cmd.add_flag(old_name, flag)->group("");
+}
+
+/// What ->required() checked, for an option that has an old spelling too.
+template <typename T>
+void require_given(const T& value, const std::string& name) {
+    if (value.empty()) throw core::InputError(name, "is required");
+}
 
 /// Adds --seed, --device, --format, --log-level to the app (they apply to every subcommand).
 void add_global_options(CLI::App& app, GlobalOptions& global);

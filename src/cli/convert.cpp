@@ -24,9 +24,9 @@ struct ConvertOptions {
     std::vector<std::string> file_extensions{"json", "msgpack"};
 
     void add_to(CLI::App& cmd) {
-        cmd.add_option("--input-files", input_files,
-                       "Files to convert (.json or .msgpack), or directories of them")
-            ->required();
+        cmd.add_option("--dataset", input_files,
+                       "Files to convert (.json or .msgpack), or directories of them (required)");
+        add_old_spelling(cmd, "--input-files", input_files);
         cmd.add_option("--output-dir", output_dir, "Directory the converted files are written to")
             ->required();
         cmd.add_flag("--overwrite", overwrite, "Replace output files that already exist");
@@ -49,6 +49,7 @@ struct Conversion {
 std::vector<Conversion> plan(const ConvertOptions& options,
                              std::optional<core::FileFormat> format) {
     std::vector<fs::path> inputs;
+    require_given(options.input_files, "--dataset");
     for (const auto& name : options.input_files) {
         std::error_code ec;
         if (fs::is_directory(name, ec)) {

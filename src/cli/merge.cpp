@@ -22,9 +22,10 @@ struct MergeOptions {
     std::string output;
 
     void add_to(CLI::App& cmd) {
-        cmd.add_option("--inputs", inputs,
-                       "Dataset files (.json or .msgpack, either torch-diode layout) or directories of them")
-            ->required();
+        cmd.add_option("--dataset", inputs,
+                       "Dataset files (.json or .msgpack, either torch-diode layout) or directories of them "
+                       "(required)");
+        add_old_spelling(cmd, "--inputs", inputs);
         cmd.add_option("--output", output,
                        "Merged dataset (current layout; without an extension --format decides)")
             ->required();

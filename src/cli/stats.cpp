@@ -19,8 +19,8 @@ struct StatsOptions {
     std::vector<std::string> file_extensions{"json", "msgpack"};
 
     void add_to(CLI::App& cmd) {
-        cmd.add_option("input", input, "Dataset file (.json or .msgpack) or a directory of them")
-            ->required();
+        cmd.add_option("--dataset", input, "Dataset file (.json or .msgpack) or a directory of them (required)");
+        add_old_spelling(cmd, "input", input);  // the positional argument of earlier versions
         cmd.add_flag("--json", json, "Print the statistics as JSON instead of a table");
         cmd.add_option("--file-extensions", file_extensions,
                        "Extensions of the dataset files read from a directory")
@@ -29,6 +29,7 @@ struct StatsOptions {
 };
 
 int run_stats(const StatsOptions& options) {
+    require_given(options.input, "--dataset");
     const auto dataset = core::load_dataset_any(options.input, options.file_extensions);
     const auto stats = core::compute_stats(dataset);
     if (options.json) {

@@ -56,7 +56,7 @@ fs::path comparable(const fs::path& path) {
 
 std::vector<fs::path> expand_merge_inputs(const std::vector<fs::path>& inputs, const fs::path& output,
                                           std::vector<fs::path>* skipped) {
-    if (inputs.empty()) throw core::InputError("--inputs", "no inputs to merge");
+    if (inputs.empty()) throw core::InputError("--dataset", "no datasets to merge (required)");
     const fs::path out = output.empty() ? fs::path() : comparable(output);
     std::vector<fs::path> files;
     std::vector<fs::path> seen;

@@ -150,9 +150,9 @@ void validate_train_options(const TrainOptions& o) {
     if (!(o.weight_average >= 0.0 && o.weight_average < 1.0))
         throw core::InputError("--weight-average", "must be in [0, 1) (0: off)");
     if (!(o.ranking_weight >= 0.0)) throw core::InputError("--ranking-weight", "must not be negative");
-    if (o.vendor_weight < 1) throw core::InputError("--vendor-weight", "must be at least 1");
+    if (o.vendor_weight < 1) throw core::InputError("--aten-weight", "must be at least 1");
     if (o.vendor_weight > 1 && !o.vendor_rows) {
-        throw core::InputError("--vendor-weight", "weighs vendor rows, which --no-vendor-rows leaves out");
+        throw core::InputError("--aten-weight", "weighs the ATen rows, which --no-aten leaves out");
     }
     if (o.ensemble < 1) throw core::InputError("--ensemble", "must be at least 1");
     if (o.eval_every < 1) throw core::InputError("--eval-every", "must be at least 1");
@@ -562,7 +562,7 @@ TrainResult train_in_pool(const std::vector<ProblemGroup>& problems, const Train
     HardwareCache hardware;
     FeatureRows train = build_rows(problems, result.split.train, hardware, options.vendor_weight);
     FeatureRows val = build_rows(problems, result.split.validation, hardware);
-    // Timed configs, each once (--vendor-weight repeats vendor rows in `train` only).
+    // Timed configs, each once (--aten-weight repeats vendor rows in `train` only).
     result.train_rows = count_rows(select_problems(problems, result.split.train));
     result.validation_rows = val.rows;
     result.test_rows = count_rows(select_problems(problems, result.split.test));

@@ -23,7 +23,7 @@ protected:
         std::vector<std::string> args{"--device", "cpu", "collect-and-train",
                                       "--dataset", (dir / "train.json").string(),
                                       "--validation-dataset", (dir / "validation.json").string(),
-                                      "--model", (dir / "model.pt").string(),
+                                      "--output", (dir / "model.pt").string(), "--recipe", "quick",
                                       "--log-dir", (dir / "logs").string(),
                                       "--num-shapes", "8", "--validation-shapes", "4", "--max-size", "96",
                                       "--num-epochs", "3", "--model-type", "base", "--hidden-dims", "16,8",

@@ -41,7 +41,7 @@ inline std::filesystem::path train_tiny_model(const std::filesystem::path& dir) 
     ::flock(lock, LOCK_EX);
     const auto cached = cache / "model.pt";
     if (!fs::exists(cached)) {
-        const auto result = run_cli({"--device", "cpu", "train", "--dataset", sample_dataset(), "--model",
+        const auto result = run_cli({"--device", "cpu", "train", "--recipe", "quick", "--dataset", sample_dataset(), "--output",
                                      cached.string(), "--model-type", "base", "--hidden-dims", "32,16",
                                      "--num-epochs", "3", "--log-dir", (cache / "logs").string()},
                                     cache / "train");

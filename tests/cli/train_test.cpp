@@ -26,7 +26,7 @@ protected:
     void TearDown() override { fs::remove_all(dir); }
 
     testing::CliResult train(std::vector<std::string> extra) {
-        std::vector<std::string> args{"--device", "cpu", "train", "--model", (dir / "m.pt").string(),
+        std::vector<std::string> args{"--device", "cpu", "train", "--recipe", "quick", "--output", (dir / "m.pt").string(),
                                       "--log-dir", (dir / "logs").string(), "--model-type", "base",
                                       "--hidden-dims", "16,8", "--num-epochs", "3"};
         args.insert(args.end(), extra.begin(), extra.end());
@@ -50,6 +50,29 @@ TEST_F(TrainCommand, TrainsSavesTheModelAndWritesTheLogs) {
     // history: a header and one line per epoch
     const auto csv = testing::slurp(dir / "logs" / "training_history.csv");
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+}
+
+TEST_F(TrainCommand, TrainsTheShippedRecipeWithoutFlagsAndQuickOnRequest) {
+    // No recipe flag: the shipped model's recipe (three base 96,48 networks, no dropout, no
+    // test split); --num-epochs given on the command line overrides the recipe's 300.
+    const auto shipped = testing::run_cli({"--device", "cpu", "train", "--dataset", testing::sample_dataset(),
+                                           "--output", (dir / "shipped.pt").string(), "--log-dir",
+                                           (dir / "shipped_logs").string(), "--num-epochs", "2"},
+                                          dir / "run_shipped");
+    ASSERT_EQ(shipped.exit_code, 0) << shipped.err;
+    EXPECT_NE(shipped.out.find("base (hidden 96,48, dropout 0) x3 (ensemble"), std::string::npos) << shipped.out;
+    EXPECT_NE(shipped.out.find("test 0 problems"), std::string::npos) << shipped.out;
+    // --recipe quick (the helper's), its widths overridden by --hidden-dims 16,8.
+    const auto quick = train({"--dataset", testing::sample_dataset()});
+    ASSERT_EQ(quick.exit_code, 0) << quick.err;
+    EXPECT_NE(quick.out.find("base (hidden 16,8, dropout 0.2) on"), std::string::npos) << quick.out;
+    // --model is the old spelling of --output.
+    const auto old = testing::run_cli({"--device", "cpu", "train", "--recipe", "quick", "--dataset",
+                                       testing::sample_dataset(), "--model", (dir / "old.pt").string(),
+                                       "--log-dir", (dir / "old_logs").string(), "--num-epochs", "1"},
+                                      dir / "run_old");
+    ASSERT_EQ(old.exit_code, 0) << old.err;
+    EXPECT_TRUE(fs::exists(dir / "old.pt"));
 }
 
 TEST_F(TrainCommand, FoldsCrossValidateThenTrainTheModel) {
@@ -167,7 +190,8 @@ TEST_F(TrainCommand, BadInputIsOneErrorLineAndExitTwo) {
         {{"--dataset", (dir / "two.json").string()}, "at least 3"},
         {{"--dataset", testing::sample_dataset(), "--hidden-dims", "16,,8"}, "error: --hidden-dims"},
         {{"--dataset", testing::sample_dataset(), "--learning-rate", "-1"}, "error: --learning-rate"},
-        {{"--dataset", testing::sample_dataset(), "--model", dir.string()}, "error: --model"},
+        {{"--dataset", testing::sample_dataset(), "--output", dir.string()}, "error: --output"},
+        {{"--dataset", testing::sample_dataset(), "--recipe", "slow"}, "error: --recipe"},
         {{"--dataset", testing::sample_dataset(), "--folds", "1"}, "error: --folds"},
         {{"--dataset", testing::sample_dataset(), "--test-fraction", "-0.1"}, "error: --validation-fraction/--test-fraction"},
         {{"--dataset", testing::sample_dataset(), "--ensemble", "0"}, "error: --ensemble"},

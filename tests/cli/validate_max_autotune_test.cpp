@@ -116,9 +116,9 @@ TEST_F(ValidateMaxAutotuneCli, BadInputGivesOneErrorLine) {
     const auto filtered_out = run({"--op-name", "bmm_tt"});
     EXPECT_EQ(filtered_out.exit_code, 2);
     EXPECT_NE(filtered_out.err.find("no problems left"), std::string::npos) << filtered_out.err;
-    const auto bad_n = run({"--top-n", "0"});
+    const auto bad_n = run({"--top-k", "0"});
     EXPECT_EQ(bad_n.exit_code, 2);
-    EXPECT_NE(bad_n.err.find("--top-n"), std::string::npos) << bad_n.err;
+    EXPECT_NE(bad_n.err.find("--top-k"), std::string::npos) << bad_n.err;
 }
 
 }  // namespace

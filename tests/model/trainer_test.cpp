@@ -85,7 +85,7 @@ TEST(Trainer, RankingTermLearnsTheSameLawInBothBatchNormModes) {
     EXPECT_THROW(train_model(testing::synthetic_dataset(10, 3), "synthetic", options), core::InputError);
 }
 
-// --vendor-weight repeats each problem's vendor row in the training loss: a different fit,
+// --aten-weight repeats each problem's vendor row in the training loss: a different fit,
 // the same reported row counts; below 1 it is refused.
 TEST(Trainer, VendorWeightRepeatsVendorRowsInTheLossOnly) {
     auto problems = group_problems(testing::synthetic_dataset(30, 4), "synthetic");

@@ -127,7 +127,7 @@ TEST_F(KillSafety, TrainKilledAtRandomMomentsNeverLeavesABrokenModelAndReruns) {
     const auto args = [&](const std::string& model, const std::string& logs) {
         return std::vector<std::string>{"--device", "cpu", "train", "--dataset",
                                         std::string(MMT_SOURCE_DIR) + "/data/datasets/sample_cpu.json",
-                                        "--model", (m_dir / model).string(), "--log-dir", (m_dir / logs).string(),
+                                        "--recipe", "quick", "--output", (m_dir / model).string(), "--log-dir", (m_dir / logs).string(),
                                         "--model-type", "base", "--hidden-dims", "16,8", "--num-epochs", "15"};
     };
     const auto start = Clock::now();

@@ -77,7 +77,7 @@ protected:
                 "--warmup", "0", "--repeat", "1", "--quiet", "--output", output.string()};
     }
     std::vector<std::string> train(const fs::path& model, const fs::path& logs) const {
-        return {"--device", "cpu", "train", "--dataset", m_sample, "--model", model.string(), "--log-dir",
+        return {"--device", "cpu", "train", "--recipe", "quick", "--dataset", m_sample, "--output", model.string(), "--log-dir",
                 logs.string(), "--model-type", "base", "--hidden-dims", "8", "--num-epochs", "2"};
     }
     std::vector<std::string> convert(const fs::path& output_dir) const {

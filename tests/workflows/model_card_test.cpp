@@ -56,7 +56,7 @@ std::vector<std::vector<std::string>> fenced_blocks(const std::vector<std::strin
 }
 
 /// The train command's flags: `--name value`, a repeated flag's values in order, a flag
-/// without a value (`--no-vendor-rows`) as "true". Line continuations are joined.
+/// without a value (`--no-aten`) as "true". Line continuations are joined.
 std::map<std::string, std::vector<std::string>> train_flags(const std::vector<std::string>& block) {
     std::vector<std::string> commands{""};
     for (const auto& line : block) {

@@ -55,7 +55,7 @@ TEST_F(SlurmCollect, DryRunPrintsTheArrayTheMergeJobAndOneCollectPerShard) {
         EXPECT_EQ(count(r.out, "collect --shard-index " + std::to_string(i) + " --num-shards 5 "), 1u) << r.out;
     }
     EXPECT_EQ(count(r.out, "--shard-index 5"), 0u);
-    EXPECT_EQ(count(r.out, " merge --inputs "), 1u);
+    EXPECT_EQ(count(r.out, " merge --dataset "), 1u);
     EXPECT_FALSE(fs::exists(dir / "shards"));  // nothing ran
 }
 

@@ -49,7 +49,7 @@ TEST_F(WorkflowTest, MatmulWorkflowStopsAtTheFirstFailingStep) {
 TEST_F(WorkflowTest, MaxAutotuneValidationWritesTheReport) {
     // A model of the shipped CPU sample, then the script on that sample.
     const std::string sample = MMT_SOURCE_DIR "/data/datasets/sample_cpu.json";
-    const std::string train = "'" MMT_CLI_PATH "' --device cpu train --dataset '" + sample + "' --model '" +
+    const std::string train = "'" MMT_CLI_PATH "' --device cpu train --recipe quick --dataset '" + sample + "' --output '" +
                               (dir / "m.pt").string() + "' --model-type base --hidden-dims 16 --num-epochs 2 " +
                               "--log-dir '" + (dir / "logs").string() + "' >/dev/null 2>&1";
     ASSERT_EQ(std::system(train.c_str()), 0);

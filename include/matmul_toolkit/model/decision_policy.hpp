@@ -89,7 +89,7 @@ struct DecisionPolicy {
     /// wrong for: a margin below 0, a rule without --with-aten or --top-k 1, ...
     void validate() const;
     /// Whether the rules need the model's prediction for the vendor entry (a model trained
-    /// with --no-vendor-rows has none).
+    /// with --no-aten has none).
     bool needs_vendor_predictions() const;
     /// Configs to rank per problem: every candidate where a rule compares them (ATen's
     /// predicted time, every config within a margin), else top_k (top_k + 1 with with_aten,
@@ -116,7 +116,7 @@ struct DecisionPolicy {
 };
 
 /// Throws core::InputError when `policy` needs the model's predictions for the vendor entry
-/// and the model at `model_path` has none (`vendor_rows` false: trained with --no-vendor-rows),
+/// and the model at `model_path` has none (`vendor_rows` false: trained with --no-aten),
 /// naming --policy for a preset, else the option of its first pairing rule.
 void check_vendor_predictions(const DecisionPolicy& policy, bool vendor_rows, const std::string& model_path);
 

@@ -24,4 +24,12 @@ std::filesystem::path default_model_path();
 /// `given` when not empty, else default_model_path().
 std::string model_or_default(const std::string& given);
 
+/// File name of the shipped max-autotune solution (Inductor's DEFAULT mm configs).
+inline constexpr const char* kDefaultSolutionFile = "default_max_autotune.json";
+
+/// The shipped solution, in the solutions folder beside the first models folder of
+/// default_model_dirs() that has it (data/solutions, share/matmul_toolkit/solutions); throws
+/// core::InputError("--max-autotune-solution", ...) naming the places it looked.
+std::filesystem::path default_solution_path();
+
 }  // namespace mmt::model

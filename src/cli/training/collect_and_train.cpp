@@ -47,7 +47,7 @@ struct CollectAndTrainOptions {
         cmd.add_flag("--skip-collection", skip_collection, "Use the existing --dataset instead of collecting");
         cmd.add_flag("--skip-validation", skip_validation,
                      "Neither collect the validation dataset nor validate the model");
-        cmd.add_flag("--skip-training", skip_training, "Collect only (and validate an existing --model)");
+        cmd.add_flag("--skip-training", skip_training, "Collect only (and validate an existing model at --output)");
     }
 };
 
@@ -136,7 +136,11 @@ void register_collect_and_train(CLI::App& app, const GlobalOptions& global) {
         "Collect a training dataset, collect a validation dataset (seed + 1), train a model and "
         "validate it, in one run (--skip-collection, --skip-validation, --skip-training)");
     options->add_to(*cmd);
-    cmd->callback([options, &global] { exit_code() = run_collect_and_train(*options, global); });
+    cmd->callback([options, &global] {
+        // --no-aten: no ATen entry timed, so none to train on.
+        if (options->collection.no_reference) options->training.no_vendor_rows = true;
+        exit_code() = run_collect_and_train(*options, global);
+    });
 }
 
 }  // namespace mmt::cli

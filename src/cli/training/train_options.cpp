@@ -73,13 +73,63 @@ void run_cross_validation(const std::vector<model::ProblemGroup>& problems, cons
 
 }  // namespace
 
+TrainCliOptions recipe_options(const std::string& name) {
+    TrainCliOptions o;  // inductor_h200: the defaults
+    if (name == "inductor_h200") return o;
+    if (name == "quick") {
+        // One small network, early stopping on a short patience: seconds on the sample files.
+        o.hidden_dims = "64,32";
+        o.dropout = 0.2;
+        o.num_epochs = 100;
+        o.patience = 10;
+        o.weight_average = 0.0;
+        o.ranking_weight = 3.0;
+        o.ranking_loss = "pairwise";
+        o.test_fraction = 0.15;
+        o.ensemble = 1;
+        return o;
+    }
+    throw core::InputError("--recipe", "'" + name + "' is not a recipe (inductor_h200, quick)");
+}
+
+namespace {
+
+/// The recipe's value of every recipe option the command line did not give.
+void apply_recipe(const CLI::App& cmd, TrainCliOptions& o) {
+    const TrainCliOptions recipe = recipe_options(o.recipe);
+    const auto unless_given = [&](const char* name, auto member) {
+        if (cmd.count(name) == 0) o.*member = recipe.*member;
+    };
+    unless_given("--model-type", &TrainCliOptions::model_type);
+    unless_given("--hidden-dims", &TrainCliOptions::hidden_dims);
+    unless_given("--dropout", &TrainCliOptions::dropout);
+    unless_given("--num-epochs", &TrainCliOptions::num_epochs);
+    unless_given("--patience", &TrainCliOptions::patience);
+    unless_given("--weight-average", &TrainCliOptions::weight_average);
+    unless_given("--ranking-weight", &TrainCliOptions::ranking_weight);
+    unless_given("--ranking-loss", &TrainCliOptions::ranking_loss);
+    unless_given("--test-fraction", &TrainCliOptions::test_fraction);
+    unless_given("--ensemble", &TrainCliOptions::ensemble);
+}
+
+}  // namespace
+
 void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_path) {
     if (with_model_path) {
-        cmd.add_option("--model", o.model, "Where to save the trained model (.pt)")->capture_default_str();
+        cmd.add_option("--output", o.model, "Where to save the trained model (.pt)")->capture_default_str();
+        cmd.add_option("--model", o.model, "The old spelling of --output")->group("");
     }
+    cmd.add_option("--recipe", o.recipe,
+                   "Training recipe: inductor_h200 (the shipped model's, the defaults below: three base 96,48 "
+                   "networks averaged, weight averaging, the top-weighted ranking term at 15, no test split) or "
+                   "quick (one base 64,32 network, dropout 0.2, 100 epochs, patience 10, pairwise ranking at 3, "
+                   "15 % test problems). Options given on the command line override the recipe's values")
+        ->check(CLI::IsMember({"inductor_h200", "quick"}))
+        ->capture_default_str();
+    cmd.parse_complete_callback([&cmd, &o] { apply_recipe(cmd, o); });
     cmd.add_option("--model-type", o.model_type,
-                   "base: Linear-ReLU-BatchNorm-Dropout blocks (the default, hidden 64,32, ranks "
-                   "1875 configs in well under 1 ms on CPU); deep: torch-diode's residual blocks")
+                   "base: Linear-ReLU-BatchNorm-Dropout blocks (the default); deep: torch-diode's residual "
+                   "blocks")
         ->check(CLI::IsMember({"base", "deep"}))
         ->capture_default_str();
     cmd.add_option("--hidden-dims", o.hidden_dims,
@@ -167,11 +217,16 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "weight decay and dropout; each is scored on the validation problems (top-1, then RMSE), "
                    "printed as a table, and the best is saved; trial 0 is the options as given; 0: off")
         ->capture_default_str();
-    cmd.add_flag("--no-vendor-rows", o.no_vendor_rows,
-                 "Leave each problem's fastest vendor-library entry (aten_*) out of training: the model "
-                 "then ranks kernel configs only (by default it learns ATen's time too, and recommend / "
-                 "export-lut pick ATen where it predicts ATen fastest, as max-autotune does)");
-    cmd.add_option("--vendor-weight", o.vendor_weight,
+    add_old_flag_spelling(cmd, "--no-vendor-rows", o.no_vendor_rows);
+    add_old_spelling(cmd, "--vendor-weight", o.vendor_weight);
+    // collect-and-train's --no-aten (collect's: no ATen entry timed) means this one too.
+    if (cmd.get_option_no_throw("--no-aten") == nullptr) {
+        cmd.add_flag("--no-aten", o.no_vendor_rows,
+                     "Leave each problem's fastest vendor-library entry (aten_*) out of training: the model "
+                     "then ranks kernel configs only (by default it learns ATen's time too, and recommend / "
+                     "export-lut pick ATen where it predicts ATen fastest, as max-autotune does)");
+    }
+    cmd.add_option("--aten-weight", o.vendor_weight,
                    "Count each problem's vendor row (aten_*) this many times in the training loss, against "
                    "its ~18 kernel configs once each: whether ATen or the best kernel is faster decides many "
                    "first picks")
@@ -226,9 +281,9 @@ model::TrainOptions to_train_options(const TrainCliOptions& o, const GlobalOptio
 void check_training_outputs(const TrainCliOptions& o) {
     const std::filesystem::path model_path(o.model);
     if (std::filesystem::is_directory(model_path)) {
-        throw core::InputError("--model", "'" + o.model + "' is a directory; give a file name such as model.pt");
+        throw core::InputError("--output", "'" + o.model + "' is a directory; give a file name such as model.pt");
     }
-    check_writable_dir(model_path.parent_path(), "--model");
+    check_writable_dir(model_path.parent_path(), "--output");
     check_writable_dir(o.log_dir, "--log-dir");
 }
 

@@ -16,34 +16,36 @@
 
 namespace mmt::cli {
 
+/// The defaults are the recipe of the shipped model (data/models/inductor_h200.md);
+/// `--recipe quick` swaps in a small, fast one (recipe_options).
 struct TrainCliOptions {
+    std::string recipe = "inductor_h200";
     std::string model = "matmul_model.pt";
-    // The library's default architecture (model::ModelSpec): base 64,32.
     std::string model_type = "base";
-    std::string hidden_dims = "64,32";
+    std::string hidden_dims = "96,48";
     int hidden_dim = 128;
     int num_layers = 10;
-    double dropout = 0.2;
+    double dropout = 0.0;
     int batch_size = 64;
-    int num_epochs = 100;
+    int num_epochs = 300;
     double learning_rate = 1e-3;
     double weight_decay = 1e-5;
-    int patience = 10;
+    int patience = 30;
     int lr_decay_after = 0;
     double lr_decay = 0.5;
-    double weight_average = 0.0;
+    double weight_average = 0.999;
     double validation_fraction = 0.15;
-    double test_fraction = 0.15;
+    double test_fraction = 0.0;
     std::string hardware_name;
     std::string op_name;
     std::string log_dir = "logs";
     int top_n_worst = 10;
     bool no_vendor_rows = false;
     int vendor_weight = 1;
-    double ranking_weight = 3.0;
-    std::string ranking_loss = "pairwise";
+    double ranking_weight = 15.0;
+    std::string ranking_loss = "top";
     std::string batch_norm = "affine";
-    int ensemble = 1;
+    int ensemble = 3;
     int folds = 0;
     int tune = 0;
     int eval_every = 1;
@@ -53,9 +55,15 @@ struct TrainCliOptions {
     bool no_cuda_graph = false;
 };
 
-/// --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout, --batch-size,
-/// --num-epochs, --learning-rate, --weight-decay, --patience, the split fractions, the
-/// filters, --log-dir. `with_model_path` adds --model.
+/// The recipes --recipe names, and the options each sets: inductor_h200 (the defaults) and
+/// quick. Throws core::InputError("--recipe", ...) for another name.
+TrainCliOptions recipe_options(const std::string& name);
+
+/// --recipe, --model-type, --hidden-dims, --hidden-dim, --num-layers, --dropout,
+/// --batch-size, --num-epochs, --learning-rate, --weight-decay, --patience, the split
+/// fractions, the filters, --log-dir, ... After parsing, the options not given take the
+/// recipe's values. `with_model_path` adds --output (the model written; --model is its old
+/// spelling).
 void add_training_options(CLI::App& cmd, TrainCliOptions& options, bool with_model_path);
 
 /// The library options these flags mean (device and seed from the global options).

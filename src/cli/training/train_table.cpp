@@ -1,4 +1,4 @@
-// `train-table --csv F --target COL`: small MLPs of any kernel's measurements in a CSV
+// `train-table --dataset F --target COL`: small MLPs of any kernel's measurements in a CSV
 // (one per --group-by value), their held-out R² and RMSE, and the portable JSON.
 
 #include <cmath>
@@ -32,7 +32,8 @@ struct TrainTableOptions {
     std::string init_from;
 
     void add_to(CLI::App& cmd) {
-        cmd.add_option("--csv", csv, "CSV file: a header line, then one measurement per row")->required();
+        cmd.add_option("--dataset", csv, "CSV file: a header line, then one measurement per row (required)");
+        add_old_spelling(cmd, "--csv", csv);
         cmd.add_option("--target", target, "Column to predict (e.g. a duration in ns)")->required();
         cmd.add_option("--features", features,
                        "Feature columns (default: every column but the target and --group-by)");
@@ -64,6 +65,7 @@ int run_train_table(TrainTableOptions o, const GlobalOptions& global) {
     model::validate_table_options(o.training);
     if (std::filesystem::is_directory(o.output)) throw core::InputError("--output", "'" + o.output + "' is a directory");
     collect::check_writable_directory(std::filesystem::path(o.output).parent_path(), "--output");
+    require_given(o.csv, "--dataset");
     const auto table = core::read_csv(o.csv);
     const TableColumns columns = select_table_columns(table, o.target, o.features, o.group_by);
 

@@ -12,6 +12,7 @@
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
 #include "matmul_toolkit/model/autotune_analysis.hpp"
+#include "matmul_toolkit/model/default_model.hpp"
 #include "matmul_toolkit/model/features.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "matmul_toolkit/model/recommend.hpp"
@@ -31,19 +32,20 @@ struct ValidateMaxAutotuneOptions {
     bool force = false;
 
     void add_to(CLI::App& cmd) {
-        cmd.add_option("--model", model, "Trained model checkpoint (.pt)")->required();
+        cmd.add_option("--model", model, "Trained model checkpoint (.pt); default: the shipped model");
         cmd.add_option("--dataset", dataset,
                        "Validation dataset file (.json / .msgpack) or a directory of them")
             ->required();
         cmd.add_option("--max-autotune-solution", solution,
                        "Solution file: the configs max-autotune tries, {\"config\": [...]} for "
-                       "every op or {OP: {\"config\": [...]}} per op")
-            ->required();
+                       "every op or {OP: {\"config\": [...]}} per op; default: the shipped "
+                       "data/solutions/default_max_autotune.json (Inductor's DEFAULT mm configs)");
         cmd.add_option("--op-name", op_name, "Analyse only this operation (mm also selects mm_nt, ...)");
         cmd.add_option("--hardware-name", hardware_name, "Analyse only this hardware");
         cmd.add_option("--output", output, "JSON report (torch-diode's file name by default)")
             ->capture_default_str();
-        cmd.add_option("--top-n", top_n, "Values of N: the model's N best-ranked configs are tried")
+        add_old_spelling(cmd, "--top-n", top_n);
+        cmd.add_option("--top-k", top_n, "Values of K: the model's K best-ranked configs are tried")
             ->capture_default_str();
         cmd.add_option("--file-extensions", file_extensions,
                        "Extensions of the dataset files read from a directory")
@@ -58,7 +60,9 @@ std::optional<std::string> optional_filter(const std::string& value) {
     return value;
 }
 
-int run_validate_max_autotune(const ValidateMaxAutotuneOptions& o, const GlobalOptions& global) {
+int run_validate_max_autotune(ValidateMaxAutotuneOptions o, const GlobalOptions& global) {
+    if (o.solution.empty()) o.solution = model::default_solution_path().string();
+    o.model = model::model_or_default(o.model);
     // Inputs are read and checked before the model, so a bad path fails fast.
     const auto solution = core::load_solution(o.solution);
     auto dataset = core::load_dataset_any(o.dataset, o.file_extensions)
@@ -88,7 +92,7 @@ int run_validate_max_autotune(const ValidateMaxAutotuneOptions& o, const GlobalO
         analysis = model::analyse_max_autotune(dataset, solution, predict, options);
     } catch (const core::InputError& e) {
         if (e.subject() == "max-autotune solution") throw core::InputError(o.solution, e.detail());
-        if (e.subject() == "top-N") throw core::InputError("--top-n", e.detail());
+        if (e.subject() == "top-N") throw core::InputError("--top-k", e.detail());
         throw;
     }
     for (const auto& w : analysis.warnings) log_warning(w);

@@ -12,6 +12,7 @@
 #include "log.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
 #include "matmul_toolkit/core/error.hpp"
+#include "matmul_toolkit/model/default_model.hpp"
 #include "matmul_toolkit/model/evaluator.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 #include "matmul_toolkit/model/problems.hpp"
@@ -22,7 +23,7 @@ namespace {
 
 struct ValidateModelOptions : ModelValidationRequest {
     void add_to(CLI::App& cmd) {
-        cmd.add_option("--model", model, "Trained model checkpoint (.pt)")->required();
+        cmd.add_option("--model", model, "Trained model checkpoint (.pt); default: the shipped model");
         cmd.add_option("--dataset", dataset, "Dataset file (.json / .msgpack) or a directory of them")
             ->required();
         cmd.add_option("--file-extensions", file_extensions, "Extensions of the files read from a directory")
@@ -30,7 +31,8 @@ struct ValidateModelOptions : ModelValidationRequest {
         cmd.add_option("--hardware-name", hardware_name, "Validate only on this hardware's timings");
         cmd.add_option("--op-name", op_name, "Validate only on this operation (mm also selects mm_nt, ...)");
         cmd.add_option("--top-n-worst", top_n_worst, "Worst predictions to list")->capture_default_str();
-        cmd.add_option("--output-json", output_json, "Also write the metrics as JSON to this file");
+        cmd.add_option("--output", output_json, "Also write the metrics as JSON to this file");
+        cmd.add_option("--output-json", output_json, "The old spelling of --output")->group("");
         cmd.add_option("--batch-size", batch_size, "Rows per forward pass")->capture_default_str();
     }
 };
@@ -92,6 +94,7 @@ void register_validate_model(CLI::App& app, const GlobalOptions& global) {
     options->add_to(*cmd);
     cmd->callback([options, &global] {
         const auto dataset = core::load_dataset_any(options->dataset, options->file_extensions);
+        options->model = model::model_or_default(options->model);
         exit_code() = run_model_validation(*options, dataset, global);
     });
 }

@@ -208,7 +208,7 @@ std::vector<RankedConfig> kernel_alone_or_vendor(const std::vector<RankedConfig>
 
 void check_vendor_predictions(const DecisionPolicy& policy, bool vendor_rows, const std::string& model_path) {
     if (!policy.needs_vendor_predictions() || vendor_rows) return;
-    const std::string missing = model_path + " predicts no ATen times (trained with --no-vendor-rows)";
+    const std::string missing = model_path + " predicts no ATen times (trained with --no-aten)";
     if (policy.name.empty()) throw core::InputError(policy.pairing_option(), missing);
     throw core::InputError("--policy",
                            "policy " + policy.name + ": " + missing + "; --top-k writes the kernel configs alone");

@@ -63,4 +63,16 @@ std::string model_or_default(const std::string& given) {
     return default_model_path().string();
 }
 
+fs::path default_solution_path() {
+    std::string looked;
+    for (const auto& dir : default_model_dirs()) {
+        const fs::path candidate = dir.parent_path() / "solutions" / kDefaultSolutionFile;
+        std::error_code error;
+        if (fs::is_regular_file(candidate, error)) return candidate;
+        looked += (looked.empty() ? "" : ", ") + candidate.string();
+    }
+    throw core::InputError("--max-autotune-solution", std::string("not given, and the shipped solution ") +
+                                                          kDefaultSolutionFile + " is in none of: " + looked);
+}
+
 }  // namespace mmt::model
