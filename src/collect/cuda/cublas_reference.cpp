@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "cublaslt_api.hpp"
 #include "cuda_check.hpp"
 #include "driver_api.hpp"
 #include "kernel_spec.hpp"
@@ -32,16 +33,16 @@ struct CublasReference::Plan {
     bool integer = false;  // int8 x int8 -> int32: int32 scale factors
 
     ~Plan() {
-        if (a) cublasLtMatrixLayoutDestroy(a);
-        if (b) cublasLtMatrixLayoutDestroy(b);
-        if (c) cublasLtMatrixLayoutDestroy(c);
-        if (desc) cublasLtMatmulDescDestroy(desc);
+        if (a) cublaslt().cublasLtMatrixLayoutDestroy(a);
+        if (b) cublaslt().cublasLtMatrixLayoutDestroy(b);
+        if (c) cublaslt().cublasLtMatrixLayoutDestroy(c);
+        if (desc) cublaslt().cublasLtMatmulDescDestroy(desc);
     }
 };
 
 CublasReference::CublasReference(CUstream stream) : m_stream(stream) {
     cublasLtHandle_t handle = nullptr;
-    CUBLAS_CHECK(cublasLtCreate(&handle));
+    CUBLAS_CHECK(cublaslt().cublasLtCreate(&handle));
     m_handle = handle;
     m_workspace_bytes = kWorkspaceBytes;
     CUDA_CHECK(driver().cuMemAlloc(&m_workspace, m_workspace_bytes));
@@ -50,7 +51,7 @@ CublasReference::CublasReference(CUstream stream) : m_stream(stream) {
 CublasReference::~CublasReference() {
     m_plans.clear();
     if (m_workspace) driver().cuMemFree(m_workspace);
-    if (m_handle) cublasLtDestroy(static_cast<cublasLtHandle_t>(m_handle));
+    if (m_handle) cublaslt().cublasLtDestroy(static_cast<cublasLtHandle_t>(m_handle));
 }
 
 CublasReference::Plan& CublasReference::plan_for(const Problem& p, bool tf32, bool fp32_reduction) {
@@ -71,7 +72,7 @@ CublasReference::Plan& CublasReference::plan_for(const Problem& p, bool tf32, bo
         plan->integer           ? CUBLAS_COMPUTE_32I
         : s.M_dtype == "float32" ? (tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F)
                                  : CUBLAS_COMPUTE_32F;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, plan->integer ? CUDA_R_32I : CUDA_R_32F));
+    CUBLAS_CHECK(cublaslt().cublasLtMatmulDescCreate(&plan->desc, compute, plan->integer ? CUDA_R_32I : CUDA_R_32F));
 
     // cuBLAS is column-major: a row-major C[M][N] is a column-major N x M matrix, so
     // C^T = B^T · A^T runs with cuBLAS's "A" = our B and "B" = our A.
@@ -80,51 +81,51 @@ CublasReference::Plan& CublasReference::plan_for(const Problem& p, bool tf32, bo
     const bool a_row_major = p.layout[0] == 'n';
     const cublasOperation_t op_first = b_row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
     const cublasOperation_t op_second = a_row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
+    CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
     CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
+        cublaslt().cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
     if (p.op == "addmm") {
         // torch.addmm with a 1-D bias and beta == 1 runs exactly this epilogue.
         const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
         CUBLAS_CHECK(
-            cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+            cublaslt().cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
         plan->addmm = true;
     }
     // Rows x cols of each operand's column-major view, as stored.
     const std::uint64_t first_rows = b_row_major ? s.N : s.K, first_cols = b_row_major ? s.K : s.N;
     const std::uint64_t second_rows = a_row_major ? s.K : s.M, second_cols = a_row_major ? s.M : s.K;
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, type, first_rows, first_cols, st.ldb));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, type, second_rows, second_cols, st.lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, out_type, s.N, s.M, st.ldc));
+    CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&plan->a, type, first_rows, first_cols, st.ldb));
+    CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&plan->b, type, second_rows, second_cols, st.lda));
+    CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&plan->c, out_type, s.N, s.M, st.ldc));
     if (s.B > 1) {
         const int batch = static_cast<int>(s.B);
         const std::array<std::pair<cublasLtMatrixLayout_t, std::int64_t>, 3> layouts{
             {{plan->a, st.batch_b}, {plan->b, st.batch_a}, {plan->c, st.batch_c}}};
         for (const auto& [layout, stride] : layouts) {
-            CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+            CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
                                                           sizeof(batch)));
-            CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+            CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                                           &stride, sizeof(stride)));
         }
     }
 
     cublasLtMatmulPreference_t pref = nullptr;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceCreate(&pref));
     const std::uint64_t ws = m_workspace_bytes;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     if (fp32_reduction) {
         // Split-K partial sums rounded to bfloat16 put the reference up to ~1.2x the
         // verification tolerance off the exact product (H200, 584x258x640 split 4 ways).
         const std::uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+        CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
                                                           sizeof(schemes)));
     }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(m_handle), plan->desc, plan->a, plan->b,
+        cublaslt().cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(m_handle), plan->desc, plan->a, plan->b,
                                        plan->c, plan->c, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+    cublaslt().cublasLtMatmulPreferenceDestroy(pref);
     // cuBLASLt's int8 GEMMs take some layouts and leading dimensions only (an H100 refused
     // 2 of the 4 problems of bench/gpu_int8_profile.sh's collect). One fixed reason, so the
     // summary counts such problems together.
@@ -135,9 +136,9 @@ CublasReference::Plan& CublasReference::plan_for(const Problem& p, bool tf32, bo
     plan->algo = result.algo;
     int algo_id = 0, tile = 0, stages = 0;
     std::size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof(algo_id), &written);
-    cublasLtMatmulAlgoConfigGetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written);
-    cublasLtMatmulAlgoConfigGetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages),
+    cublaslt().cublasLtMatmulAlgoConfigGetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof(algo_id), &written);
+    cublaslt().cublasLtMatmulAlgoConfigGetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written);
+    cublaslt().cublasLtMatmulAlgoConfigGetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages),
                                          &written);
     plan->algo_text = "cublasLt algo " + std::to_string(algo_id) + " tile " + std::to_string(tile) + " stages " +
                       std::to_string(stages);
@@ -151,7 +152,7 @@ void CublasReference::run(const Problem& p, const GemmOperands& ops, bool tf32, 
     if (plan.addmm) {
         const void* bias = reinterpret_cast<const void*>(ops.bias);
         CUBLAS_CHECK(
-            cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+            cublaslt().cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
     }
     // Bias epilogue: D = alpha·A·B + bias, which is torch.addmm when beta == 1 (torch
     // itself takes this path only then).
@@ -159,7 +160,7 @@ void CublasReference::run(const Problem& p, const GemmOperands& ops, bool tf32, 
         throw core::Error("cuBLAS reference", "addmm with beta != 1 is not supported");
     const float alpha = plan.addmm ? p.alpha : 1.0f, beta = 0.0f;
     const std::int32_t int_alpha = 1, int_beta = 0;
-    CUBLAS_CHECK(cublasLtMatmul(static_cast<cublasLtHandle_t>(m_handle), plan.desc,
+    CUBLAS_CHECK(cublaslt().cublasLtMatmul(static_cast<cublasLtHandle_t>(m_handle), plan.desc,
                                 plan.integer ? static_cast<const void*>(&int_alpha) : &alpha,
                                 reinterpret_cast<const void*>(ops.b), plan.a, reinterpret_cast<const void*>(ops.a),
                                 plan.b, plan.integer ? static_cast<const void*>(&int_beta) : &beta,

@@ -229,7 +229,7 @@ Timing CudaPlanningBackend::time_reference(const Problem&, const TimingOptions&)
 CollectionDefaults cuda_collection_defaults() {
     CollectionDefaults d;
     // Every timed run starts from a flushed L2, so runs are independent and a short warmup
-    // (module load, clocks up) suffices; NOTES_cuda.md has the repeatability measurements.
+    // (module load, clocks up) suffices; docs/experiments/2026-11-22-cuda-kernels.md has the repeatability measurements.
     d.timing.warmup = kDefaultWarmup;
     d.timing.repeat = kDefaultRepeat;
     d.max_size = 4096;

@@ -43,12 +43,12 @@ struct CudaBackendOptions {
     int wgmma_cluster = 0;
     /// wgmma path: persistent CTAs (KernelSpec::persistent) wherever their shared memory
     /// fits and they pay off (persistent_pays_off: not on one wave that cannot split).
-    /// Measured on an H200 against one tile per CTA (bench/NOTES_cuda.md): +1-8 % on the
+    /// Measured on an H200 against one tile per CTA (docs/experiments/2026-11-22-cuda-kernels.md): +1-8 % on the
     /// large suite shapes.
     bool wgmma_persistent = true;
     /// wgmma path, persistent CTAs: take tiles from a global counter (KernelSpec::
     /// dynamic_tiles) rather than the static stride blockIdx.x, + gridDim.x, ... Off: measured
-    /// (bench/NOTES_cuda.md) +4-5 % on 2552x10616x7616 on an H100 but 0.5-4 % slower on the
+    /// (docs/experiments/2026-11-22-cuda-kernels.md) +4-5 % on 2552x10616x7616 on an H100 but 0.5-4 % slower on the
     /// other large shapes there and 1-3 % slower on every large shape on an H200.
     bool wgmma_dynamic_tiles = false;
     /// Split tiles along K, so they spread over SMs that would stay idle: on the wgmma path

@@ -3,7 +3,6 @@
 /// the call, the error and where it happened.
 
 #include <cublasLt.h>
-#include <cublas_v2.h>
 #include <cuda.h>
 #include <nvrtc.h>
 

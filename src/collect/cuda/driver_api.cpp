@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "cublaslt_api.hpp"
 #include "cuda_check.hpp"
 #include "matmul_toolkit/collect/device_fault.hpp"
 #include "matmul_toolkit/core/error.hpp"
@@ -131,8 +132,10 @@ void throw_nvrtc_error(nvrtcResult result, const char* call, const char* file, i
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
-    throw core::Error("cuBLAS", std::string(call) + " failed: " + cublasGetStatusName(status) + " (" +
-                                    cublasGetStatusString(status) + ") at " + file + ":" + std::to_string(line));
+    // A status comes from a cuBLASLt call, so the library is loaded.
+    const CublasLtApi& lt = cublaslt();
+    throw core::Error("cuBLAS", std::string(call) + " failed: " + lt.cublasLtGetStatusName(status) + " (" +
+                                    lt.cublasLtGetStatusString(status) + ") at " + file + ":" + std::to_string(line));
 }
 
 }  // namespace mmt::collect::cuda

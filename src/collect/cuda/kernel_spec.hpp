@@ -53,7 +53,7 @@ struct KernelSpec {
     /// publishes tile kt+1 comes before tile kt's last MMAs (mainloop_mma). make_spec turns
     /// it on for num_stages >= 3 when frag_pipeline_registers() fits in 255, or the CTA has
     /// 8 warps on the 16-bit path (one CTA per SM: the barrier stall is exposed). Measured
-    /// on H100 (bench/NOTES_cuda.md): 1.3-1.5x for 16-bit 128x256 / 256x128 tiles with 8
+    /// on H100 (docs/experiments/2026-11-22-cuda-kernels.md): 1.3-1.5x for 16-bit 128x256 / 256x128 tiles with 8
     /// warps (also where ptxas spills a little), 0.6-0.8x for the same tiles in tf32; 0.5x
     /// with 2 stages; 0.5-0.9x for 4-warp 128x128 tiles (spills, and a second CTA per SM
     /// already hides the stall).
@@ -75,7 +75,7 @@ struct KernelSpec {
     /// (split_k_plan), summed through a float32 workspace. A variant of its own, so the
     /// kernels of problems that do not split keep their registers: with the unit of work a
     /// run-time value ptxas held 14-40 more per thread, and the occupancy of small tiles fell
-    /// (bench/NOTES_cuda.md).
+    /// (docs/experiments/2026-11-22-cuda-kernels.md).
     bool split_k = false;
     /// Test only (MMT_TEST_FAULT_CONFIG): the kernel writes through an illegal address.
     /// Part of the prelude, so a faulting kernel never shares a cache entry with a sound one.
@@ -102,7 +102,7 @@ ProblemStrides problem_strides(const Problem& problem);
 /// load rate matters), else 1. TMA loads such rows at a much lower rate (H100, bf16
 /// 2552x10616x7616: 0.76 of cuBLAS with N = 10616, 1.04 with N = 10624), and the
 /// multicast halves the rows each CTA loads. With aligned rows, and on the small
-/// 1376x80x216, clusters measured slower than persistent CTAs (bench/NOTES_cuda.md).
+/// 1376x80x216, clusters measured slower than persistent CTAs (docs/experiments/2026-11-22-cuda-kernels.md).
 int preferred_cluster_m(const Problem& problem);
 
 /// The widest loads/stores the problem's strides and extents allow (16 bytes at most).
@@ -156,7 +156,7 @@ bool select_wgmma(KernelSpec& spec, const DeviceLimits& limits, int cluster_m = 
 /// mbarriers, so the first half of a stage is refilled while the wgmma reads the second:
 /// the same shared memory keeps more bytes in flight, which is what bounds one-wave
 /// problems with a cold L2 (H200, 256x4096x4096 bf16, 64x128x128 s4 w4: 353 -> 380
-/// TFLOP/s; ~5 % slower with a warm L2; bench/NOTES_cuda.md).
+/// TFLOP/s; ~5 % slower with a warm L2; docs/experiments/2026-11-22-cuda-kernels.md).
 int wgmma_k_step(const KernelSpec& spec);
 
 /// How a launch covers its tiles, on either template. With `capacity` CTAs resident at
