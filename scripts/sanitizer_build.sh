@@ -10,11 +10,11 @@ cd "$(dirname "$0")/.."
 build_dir=${SANITIZE_BUILD_DIR:-build-sanitize}
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER="${SANITIZE_CXX:-clang++}" -DMMT_BUILD_FUZZERS=ON -DMMT_WITH_TORCH=OFF \
-    -DMMT_WITH_CUDA=OFF -DMMT_BUILD_BENCH=OFF -DMMT_BUILD_EXAMPLES=OFF >/dev/null
-fi
+# Configured every time (seconds once cached), so a folder left by a failed configure or by
+# other flags is brought to these.
+cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="${SANITIZE_CXX:-clang++}" -DMMT_BUILD_FUZZERS=ON -DMMT_WITH_TORCH=OFF \
+  -DMMT_WITH_CUDA=OFF -DMMT_BUILD_BENCH=OFF -DMMT_BUILD_EXAMPLES=OFF >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" "${targets[@]}"

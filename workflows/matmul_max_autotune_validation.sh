@@ -40,7 +40,7 @@ global=(--seed "$SEED")
 [[ -n $DEVICE ]] && global+=(--device "$DEVICE")
 read -r -a top_n <<<"$TOP_N"
 args=(--model "$MODEL_PATH" --dataset "$VALIDATION_DATASET" --max-autotune-solution "$SOLUTION"
-      --output "$OUTPUT" --top-n "${top_n[@]}")
+      --output "$OUTPUT" --top-k "${top_n[@]}")
 [[ -n $OP_NAME ]] && args+=(--op-name "$OP_NAME")
 [[ -n $HARDWARE_NAME ]] && args+=(--hardware-name "$HARDWARE_NAME")
 [[ $FORCE == 1 ]] && args+=(--force)

@@ -27,10 +27,18 @@ std::string resolved_device(const GlobalOptions& global);
 int& exit_code();
 
 /// An option's former spelling (issue 56: one name for one thing): accepted, filling the
-/// same variable, and left out of --help.
+/// same variable, and left out of --help. Given together with the new spelling it is an error
+/// (each would replace the other's value).
 template <typename T>
-void add_old_spelling(CLI::App& cmd, const std::string& old_name, T& variable) {
-    cmd.add_option(old_name, variable)->group("");
+void add_old_spelling(CLI::App& cmd, const std::string& old_name, const std::string& new_name, T& variable) {
+    cmd.add_option(old_name, variable)->group("")->check(
+        [&cmd, old_name, new_name](const std::string&) -> std::string {
+            if (cmd.count(new_name) > 0) {
+                // Not a CLI::ValidationError: CLI11 would name the hidden option "" in its message.
+                throw core::InputError(old_name, "the old spelling of " + new_name + ": give one of them");
+            }
+            return {};
+        });
 }
 inline void add_old_flag_spelling(CLI::App& cmd, const std::string& old_name, bool& flag) {
     cmd.add_flag(old_name, flag)->group("");

@@ -26,7 +26,7 @@ struct ConvertOptions {
     void add_to(CLI::App& cmd) {
         cmd.add_option("--dataset", input_files,
                        "Files to convert (.json or .msgpack), or directories of them (required)");
-        add_old_spelling(cmd, "--input-files", input_files);
+        add_old_spelling(cmd, "--input-files", "--dataset", input_files);
         cmd.add_option("--output-dir", output_dir, "Directory the converted files are written to")
             ->required();
         cmd.add_flag("--overwrite", overwrite, "Replace output files that already exist");

@@ -25,7 +25,7 @@ struct MergeOptions {
         cmd.add_option("--dataset", inputs,
                        "Dataset files (.json or .msgpack, either torch-diode layout) or directories of them "
                        "(required)");
-        add_old_spelling(cmd, "--inputs", inputs);
+        add_old_spelling(cmd, "--inputs", "--dataset", inputs);
         cmd.add_option("--output", output,
                        "Merged dataset (current layout; without an extension --format decides)")
             ->required();

@@ -20,7 +20,7 @@ struct StatsOptions {
 
     void add_to(CLI::App& cmd) {
         cmd.add_option("--dataset", input, "Dataset file (.json or .msgpack) or a directory of them (required)");
-        add_old_spelling(cmd, "input", input);  // the positional argument of earlier versions
+        add_old_spelling(cmd, "input", "--dataset", input);  // the positional argument of earlier versions
         cmd.add_flag("--json", json, "Print the statistics as JSON instead of a table");
         cmd.add_option("--file-extensions", file_extensions,
                        "Extensions of the dataset files read from a directory")

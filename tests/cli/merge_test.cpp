@@ -95,9 +95,18 @@ TEST_F(MergeCli, BadInputIsOneErrorLine) {
     EXPECT_EQ(r.err, "error: " + (dir / "absent.json").string() + ": no such file or directory\n");
     EXPECT_FALSE(fs::exists(dir / "m.json"));
 
-    r = run_cli({"merge", "--inputs", dir.string(), "--output", (dir / "m.txt").string()}, dir / "logs");
+    r = run_cli({"merge", "--dataset", dir.string(), "--output", (dir / "m.txt").string()}, dir / "logs");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("m.txt"), std::string::npos) << r.err;
+
+    // --inputs is the old spelling of --dataset: alone it works (above), with it an error.
+    r = run_cli({"merge", "--dataset", dir.string(), "--inputs", dir.string(), "--output", (dir / "m.json").string()},
+                dir / "logs");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "error: --inputs: the old spelling of --dataset: give one of them\n");
+    r = run_cli({"merge", "--output", (dir / "m.json").string()}, dir / "logs");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("error: --dataset"), std::string::npos) << r.err;
 }
 
 }  // namespace

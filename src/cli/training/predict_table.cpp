@@ -27,16 +27,16 @@ struct PredictTableOptions {
     void add_to(CLI::App& cmd) {
         cmd.add_option("--model", model, "Models written by train-table (JSON)")->required();
         cmd.add_option("--dataset", csv, "CSV file holding the model's feature columns (and its group column) (required)");
-        add_old_spelling(cmd, "--csv", csv);
+        add_old_spelling(cmd, "--csv", "--dataset", csv);
         cmd.add_option("--output", output, "CSV to write: the input with a predicted_<target> column added")->required();
     }
 };
 
 int run_predict_table(const PredictTableOptions& o) {
+    require_given(o.csv, "--dataset");
     const auto file = model::table_models_from_json(core::read_file(o.model), o.model);
     if (std::filesystem::is_directory(o.output)) throw core::InputError("--output", "'" + o.output + "' is a directory");
     collect::check_writable_directory(std::filesystem::path(o.output).parent_path(), "--output");
-    require_given(o.csv, "--dataset");
     auto table = core::read_csv(o.csv);
     const TableColumns columns = select_table_columns(table, "", file.features, file.group_by);
     const std::string column = "predicted_" + file.target;

@@ -110,6 +110,8 @@ void apply_recipe(const CLI::App& cmd, TrainCliOptions& o) {
     unless_given("--ranking-loss", &TrainCliOptions::ranking_loss);
     unless_given("--test-fraction", &TrainCliOptions::test_fraction);
     unless_given("--ensemble", &TrainCliOptions::ensemble);
+    // An ensemble is of base networks: another model type trains one unless --ensemble says more.
+    if (o.model_type != "base" && cmd.count("--ensemble") == 0) o.ensemble = 1;
 }
 
 }  // namespace
@@ -117,7 +119,7 @@ void apply_recipe(const CLI::App& cmd, TrainCliOptions& o) {
 void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_path) {
     if (with_model_path) {
         cmd.add_option("--output", o.model, "Where to save the trained model (.pt)")->capture_default_str();
-        cmd.add_option("--model", o.model, "The old spelling of --output")->group("");
+        add_old_spelling(cmd, "--model", "--output", o.model);
     }
     cmd.add_option("--recipe", o.recipe,
                    "Training recipe: inductor_h200 (the shipped model's, the defaults below: three base 96,48 "
@@ -218,7 +220,7 @@ void add_training_options(CLI::App& cmd, TrainCliOptions& o, bool with_model_pat
                    "printed as a table, and the best is saved; trial 0 is the options as given; 0: off")
         ->capture_default_str();
     add_old_flag_spelling(cmd, "--no-vendor-rows", o.no_vendor_rows);
-    add_old_spelling(cmd, "--vendor-weight", o.vendor_weight);
+    add_old_spelling(cmd, "--vendor-weight", "--aten-weight", o.vendor_weight);
     // collect-and-train's --no-aten (collect's: no ATen entry timed) means this one too.
     if (cmd.get_option_no_throw("--no-aten") == nullptr) {
         cmd.add_flag("--no-aten", o.no_vendor_rows,

@@ -33,7 +33,7 @@ struct TrainTableOptions {
 
     void add_to(CLI::App& cmd) {
         cmd.add_option("--dataset", csv, "CSV file: a header line, then one measurement per row (required)");
-        add_old_spelling(cmd, "--csv", csv);
+        add_old_spelling(cmd, "--csv", "--dataset", csv);
         cmd.add_option("--target", target, "Column to predict (e.g. a duration in ns)")->required();
         cmd.add_option("--features", features,
                        "Feature columns (default: every column but the target and --group-by)");
@@ -60,12 +60,12 @@ std::string fmt(double value, const char* format) {
 }
 
 int run_train_table(TrainTableOptions o, const GlobalOptions& global) {
+    require_given(o.csv, "--dataset");
     o.training.seed = global.seed;
     o.training.hidden = model::parse_hidden_dims(o.hidden_dims);
     model::validate_table_options(o.training);
     if (std::filesystem::is_directory(o.output)) throw core::InputError("--output", "'" + o.output + "' is a directory");
     collect::check_writable_directory(std::filesystem::path(o.output).parent_path(), "--output");
-    require_given(o.csv, "--dataset");
     const auto table = core::read_csv(o.csv);
     const TableColumns columns = select_table_columns(table, o.target, o.features, o.group_by);
 

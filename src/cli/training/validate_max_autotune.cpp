@@ -44,7 +44,7 @@ struct ValidateMaxAutotuneOptions {
         cmd.add_option("--hardware-name", hardware_name, "Analyse only this hardware");
         cmd.add_option("--output", output, "JSON report (torch-diode's file name by default)")
             ->capture_default_str();
-        add_old_spelling(cmd, "--top-n", top_n);
+        add_old_spelling(cmd, "--top-n", "--top-k", top_n);
         cmd.add_option("--top-k", top_n, "Values of K: the model's K best-ranked configs are tried")
             ->capture_default_str();
         cmd.add_option("--file-extensions", file_extensions,

@@ -32,7 +32,7 @@ struct ValidateModelOptions : ModelValidationRequest {
         cmd.add_option("--op-name", op_name, "Validate only on this operation (mm also selects mm_nt, ...)");
         cmd.add_option("--top-n-worst", top_n_worst, "Worst predictions to list")->capture_default_str();
         cmd.add_option("--output", output_json, "Also write the metrics as JSON to this file");
-        cmd.add_option("--output-json", output_json, "The old spelling of --output")->group("");
+        add_old_spelling(cmd, "--output-json", "--output", output_json);
         cmd.add_option("--batch-size", batch_size, "Rows per forward pass")->capture_default_str();
     }
 };
