@@ -6,7 +6,8 @@ packages=(build-essential cmake ninja-build git
           libtorch-dev libcli11-dev nlohmann-json3-dev libmsgpack-cxx-dev
           libspdlog-dev libgtest-dev libopenblas-dev
           jq   # workflows/ci_benchmark.sh reads the tools' JSON with jq (or python3)
-          python3-pytest)  # tests/python (ctest label python)
+          python3-pytest   # tests/python (ctest label python)
+          mypy)            # its type check (python_mypy)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -18,8 +18,10 @@ TARGETS = {"speed_vs_default_min": 0.99, "speed_vs_default_geomean": 1.03,
 
 def usable(result: Optional[dict[str, Any]]) -> bool:
     """A variant's result that counts: timed, compiled, and checked against eager."""
-    return (bool(result) and not result.get("error") and isinstance(result.get("ms"), (int, float))
-            and result["ms"] > 0 and isinstance(result.get("compile_s"), (int, float)))
+    if not result:
+        return False
+    return (not result.get("error") and isinstance(result.get("ms"), (int, float)) and result["ms"] > 0
+            and isinstance(result.get("compile_s"), (int, float)))
 
 
 def geomean(values: list[float]) -> Optional[float]:
@@ -79,11 +81,11 @@ def summarize(document: dict[str, Any]) -> dict[str, Any]:
                 continue
             vs_default = compare(results, variant, DEFAULT)
             vs_autotune = compare(results, variant, MAX_AUTOTUNE)
-            rows[name] = {"speed_vs_default": vs_default and vs_default["speed"],
-                          "compile_vs_default": vs_default and vs_default["compile"],
-                          "speed_vs_max_autotune": vs_autotune and vs_autotune["speed"],
-                          "compile_vs_max_autotune": vs_autotune and vs_autotune["compile"]}
-        column = {key: [r[key] for r in rows.values() if r[key] is not None]
+            rows[name] = {"speed_vs_default": vs_default["speed"] if vs_default else None,
+                          "compile_vs_default": vs_default["compile"] if vs_default else None,
+                          "speed_vs_max_autotune": vs_autotune["speed"] if vs_autotune else None,
+                          "compile_vs_max_autotune": vs_autotune["compile"] if vs_autotune else None}
+        column: dict[str, list[float]] = {key: [v for r in rows.values() if (v := r[key]) is not None]
                   for key in ("speed_vs_default", "compile_vs_default", "speed_vs_max_autotune",
                               "compile_vs_max_autotune")}
         entry: dict[str, Any] = {
@@ -153,7 +155,7 @@ def table(document: dict[str, Any]) -> str:
                 continue
             d = compare(results, v, DEFAULT)
             a = compare(results, v, MAX_AUTOTUNE) if v != MAX_AUTOTUNE else None
-            cells.append(f"{fmt(d and d['speed'])} / {fmt(a and a['speed'])}")
+            cells.append(f"{fmt(d['speed'] if d else None)} / {fmt(a['speed'] if a else None)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

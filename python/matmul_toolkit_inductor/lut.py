@@ -27,7 +27,7 @@ import json
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from .dataset import PathLike
 
@@ -195,7 +195,7 @@ def skip_precompile_of_hits(selector: type) -> None:
     TABLE_HITS.skip_precompile, the autotuning that follows a hit gets a precompile timeout
     of 0, which Inductor takes as "no precompile" (it compiles each choice at its benchmark).
     A torch without that method keeps its precompile, with a warning."""
-    original = getattr(selector, "make_precompile_fn", None)
+    original: Optional[Callable[..., Any]] = getattr(selector, "make_precompile_fn", None)
     if original is None:
         warnings.warn("this torch's AlgorithmSelectorCache has no make_precompile_fn: Inductor will "
                       "precompile the table's hits (a paired kernel compiles three times)", stacklevel=3)
@@ -212,10 +212,11 @@ def skip_precompile_of_hits(selector: type) -> None:
                 args = (0,) + args[1:]
             else:
                 kwargs["precompilation_timeout_seconds"] = 0
+        assert original is not None
         return original(self, choices, name, inputs_key, *args, **kwargs)
 
     make_precompile_fn.skips_table_hits = True  # type: ignore[attr-defined]
-    selector.make_precompile_fn = make_precompile_fn
+    setattr(selector, "make_precompile_fn", make_precompile_fn)
 
 
 def use_table(path: PathLike, precompile_hits: bool = False) -> LookupTable:

@@ -367,7 +367,7 @@ class InductorMeasurer:
         request = getattr(choice, "bmreq", None)
         metas = list(getattr(request, "input_tensor_meta", None) or [])
         out_meta = getattr(request, "output_tensor_meta", None)
-        if len(metas) < 2 or out_meta is None or not hasattr(request, "make_run_fn"):
+        if request is None or len(metas) < 2 or out_meta is None or not hasattr(request, "make_run_fn"):
             return None
         layout = tuple((tuple(m.sizes), tuple(m.strides), int(m.offset), str(m.dtype)) for m in metas)
         if layout not in recorder.layout_operands:

@@ -68,7 +68,8 @@ class Decision:
         if self.decision == "fallback":
             return f"{self.op_name} {self.problem}: Inductor's own choices ({self.why})"
         parts = []
-        for entry, ms in zip(self.entries, self.predicted_ms or [None] * len(self.entries)):
+        predicted: list[Optional[float]] = list(self.predicted_ms) if self.predicted_ms else [None] * len(self.entries)
+        for entry, ms in zip(self.entries, predicted):
             config = entry["template_id"]
             if "BLOCK_M" in entry:
                 config += (f" {entry['BLOCK_M']}x{entry['BLOCK_N']}x{entry['BLOCK_K']} g{entry.get('GROUP_M')} "

@@ -78,7 +78,7 @@ def load_library(path: Optional[Path] = None) -> Any:
         lib.mmt_rank_open.restype = ctypes.c_void_p
         lib.mmt_rank_close.argtypes = [ctypes.c_void_p]
         lib.mmt_rank_close.restype = None
-        answer_args = [ctypes.c_void_p, ctypes.c_char_p, size, ctypes.POINTER(size), ctypes.c_char_p, size]
+        answer_args: list[Any] = [ctypes.c_void_p, ctypes.c_char_p, size, ctypes.POINTER(size), ctypes.c_char_p, size]
         lib.mmt_rank_info.argtypes = answer_args
         for name in ("mmt_rank_recommend", "mmt_rank_decide"):
             getattr(lib, name).argtypes = [ctypes.c_void_p, char_p, *answer_args[1:]]

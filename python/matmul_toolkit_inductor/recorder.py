@@ -124,7 +124,7 @@ class GemmRecorder:
             recorder._feedback(timings, name, input_nodes)
 
         self._selector, self._original, self._saver = selector, original, saver
-        selector.__call__ = call
+        setattr(selector, "__call__", call)
         add_feedback_saver(saver)
 
     def stop(self) -> None:

@@ -113,6 +113,8 @@ class GatedTimer:
         recorded after it had not completed then), else they are enqueued again behind a
         longer gate."""
         torch = self.torch
+        flush_buffer = self.flush_buffer
+        assert flush_buffer is not None, "timed_runs allocates the flush buffer first"
 
         def timing_event() -> Any:
             return torch.cuda.Event(enable_timing=True)
@@ -135,7 +137,7 @@ class GatedTimer:
             begin = time.perf_counter()
             probe(probes[0])
             for start, end in zip(starts, ends):
-                self.flush_buffer.zero_()
+                flush_buffer.zero_()
                 start.record()
                 call()
                 end.record()
