@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One command: install dependencies, build, and run the main job end to end on the CPU:
 # collect a training set (150 problems x the DEFAULT configs) and a validation set
-# (40 problems, seed + 1), train the default model (base, hidden 64,32), validate it on the validation set.
-# About a minute on 2 cores after the build. Outputs go to ${DEMO_DIR:-out/demo}; running it
+# (40 problems, seed + 1), train with the default recipe (the shipped model's), validate the model on
+# the validation set. Outputs go to ${DEMO_DIR:-out/demo}; running it
 # again resumes the collections (problems already measured are skipped) and retrains.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -78,7 +78,7 @@ std::vector<RankedConfig> kernel_or_vendor(const std::vector<RankedConfig>& rank
 /// best-first ranking puts the vendor entry first, so that a top-1 table should hold it
 /// alone. Inductor zeroes an L2-sized buffer before each timed run, and on the H200 it timed
 /// cuBLAS's GEMV for bf16 mm 1x4096x11008 at 54-67 us against 26 us at steady state, and kept
-/// a Triton kernel of 43 us from the pair (README, End-to-end).
+/// a Triton kernel of 43 us from the pair (docs/experiments/2026-11-27-lut-rules.md).
 bool vendor_alone_for_gemv(const std::vector<RankedConfig>& ranked, const core::MMShape& shape);
 
 /// fp32 accumulator registers per thread of a kernel config: BLOCK_M x BLOCK_N spread over
@@ -93,7 +93,7 @@ int accumulator_registers(const core::GemmConfig& config);
 /// template in full, which is what makes a compile slow: on the H200, the 19 DEFAULT configs
 /// of a 2048x2048 bf16 mm compiled in 0.3-0.7 s each for K = 4096, 8192 and 16384 and for
 /// K <= 256, and in up to 5.6 s for K = 768-2048 (most configs stop unrolling between K = 1536
-/// and 4096). README, "What a kernel costs to compile, by K".
+/// and 4096; docs/experiments/2026-11-26-lut-e2e.md, "What a kernel costs to compile, by K").
 inline constexpr std::int64_t kLongestUnrolledK = 2048;
 
 /// The longest K for which every config compiles fast although its K loop is unrolled: on the

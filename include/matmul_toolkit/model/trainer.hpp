@@ -66,7 +66,8 @@ struct TrainOptions {
     int patience = 10;  ///< epochs without validation improvement before stopping
     /// After this many epochs without a better validation loss (and after each such run of
     /// epochs again), the learning rate is multiplied by lr_decay; 0: a constant rate.
-    /// Off by default: on the H200 Inductor data it did not lower held-out regret (README, train).
+    /// Off by default: on the H200 Inductor data it did not lower held-out regret
+    /// (docs/experiments/, the training records).
     int lr_decay_after = 0;
     double lr_decay = 0.5;
     /// Keep an exponential moving average of the weights (this decay per step) and validate,
@@ -82,21 +83,24 @@ struct TrainOptions {
     /// Each vendor row counts this many times in the training loss (it is repeated among its
     /// problem's training rows): a problem has one ATen row against ~18 kernel configs, and
     /// which of ATen and the best kernel is faster decides most lost first picks. 1: every
-    /// row once (4 did not lift held-out top-1 on the H200 Inductor data: README, train).
+    /// row once (4 did not lift held-out top-1 on the H200 Inductor data:
+    /// docs/experiments/2026-11-26-ranking-loss-and-features.md).
     int vendor_weight = 1;
     /// Weight of the within-problem term (ranking_loss) added to the MSE of ln time; 0 trains
     /// on the MSE alone. Above 0 the rows are batched problem by problem. 3 by default since
     /// BatchNorm trains affine: on the H200 Inductor data it lifts held-out top-1 by a point
-    /// (10, the shipped model's weight, by 1.4), on the native H200 data it changes it within
-    /// the seeds' spread (README, train).
+    /// (10 by 1.4; the shipped model trains with 15, data/models/inductor_h200.md), on the
+    /// native H200 data it changes it within the seeds' spread
+    /// (docs/experiments/2026-11-26-ranking-loss-and-features.md).
     double ranking_weight = 3.0;
     /// The within-problem term that ranking_weight weighs. Pairwise by default: on the H200
-    /// Inductor data it lifts held-out Spearman by 0.02-0.04 over offset at equal R² (README).
+    /// Inductor data it lifts held-out Spearman by 0.02-0.04 over offset at equal R²
+    /// (docs/experiments/2026-11-26-ranking-loss-and-features.md).
     RankingLoss ranking_loss = RankingLoss::pairwise;
     /// Affine by default: batches with a ranking term hold three or four problems, whose
     /// hidden activations batch statistics would normalise against each other and not as
     /// inference does; on the H200 Inductor data affine lifts held-out top-1 from 0.936 to
-    /// 0.948 (README, train).
+    /// 0.948 (docs/experiments/2026-11-27-batchnorm-affine.md).
     BatchNormMode batch_norm = BatchNormMode::affine;
     /// Networks trained with seeds seed, seed + 1, ... on the same split and averaged in
     /// log space into one network (base models only).
