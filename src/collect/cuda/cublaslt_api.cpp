@@ -16,8 +16,10 @@ struct LoadedCublasLt {
 LoadedCublasLt load() {
     LoadedCublasLt l;
     const std::string file = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-    // Never dlclose'd: handles and plans live as long as the process.
+    // Never dlclose'd: handles and plans live as long as the process. The loader's search
+    // path first, then the toolkit the build found (where a linked library's rpath pointed).
     void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) handle = dlopen((std::string(MMT_CUDA_LIBRARY_DIR) + "/" + file).c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
         const char* err = dlerror();
         l.reason = "cannot load " + file + " (" + (err ? err : "not found") + ")";
