@@ -4,7 +4,7 @@ torch.compile and max-autotune, and compile as fast as default? (GPU machine, to
 Inductor, transformers and torchvision.)
 
     python3 bench/models/suite.py --mmt build/src/cli/matmul_toolkit [--workloads NAME ...]
-        [--variants default ours max_autotune_gemm max_autotune] [--budget S] [--fresh]
+        [--variants default ours table max_autotune_gemm max_autotune] [--budget S] [--fresh]
 
 Workloads (workloads.py): real transformers / torchvision models built from their configs
 with random weights, in inference (prefill and decode shapes, bf16 and fp16) and one
@@ -14,13 +14,13 @@ Triton caches) after one untimed warm-up compile that starts Inductor's compile 
   default            torch.compile, CUDA graphs (triton.cudagraphs): cuBLAS for every GEMM
   max_autotune       mode="max-autotune" (GEMM autotuning, coordinate descent, CUDA graphs)
   max_autotune_gemm  GEMM autotuning only (max_autotune_gemm), CUDA graphs
-  ours               max_autotune_gemm with the shipped model's table for this workload's GEMMs:
+  ours               max_autotune_gemm with the shipped model deciding every GEMM while it
+                     compiles (matmul_toolkit_inductor.use_model, libmmt_rank.so): no table, no
+                     shapes known ahead; `ours@POLICY` names another decision policy
+  table              max_autotune_gemm with the shipped model's table for this workload's GEMMs:
                      the GEMMs the default compile lowered (GemmRecorder), exported by
                      `matmul_toolkit export-lut --policy P` (default: the export-lut default),
-                     installed with use_table; `ours@POLICY` names another policy
-  use_model          max_autotune_gemm with the model deciding every GEMM while it compiles
-                     (matmul_toolkit_inductor.use_model, libmmt_rank.so): no table, no shapes
-                     known ahead; `use_model@POLICY` likewise
+                     installed with use_table; `table@POLICY` likewise
 A dynamic workload (llama_dynamic) compiles once with dynamic=True and runs at each of its
 sequence lengths: "ms" is the geomean over them, "ms_by_length" each, "graphs_compiled" how
 many graphs Dynamo compiled for them all.
@@ -74,10 +74,10 @@ import workloads as W  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results_h200.json")
 SHAPESET = os.path.join(SOURCE_DIR, "data", "shapesets", "model_suite.json")
-DEFAULT_VARIANTS = ("default", "ours", "use_model", "ours@isolated", "max_autotune_gemm", "max_autotune")
-BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "use_model")
+DEFAULT_VARIANTS = ("default", "ours", "table", "max_autotune_gemm", "max_autotune")
+BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 # The bases that pick with the shipped model (and take a @POLICY).
-MODEL_BASES = ("ours", "use_model")
+MODEL_BASES = ("ours", "table")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible")
 MAX_REL_ERROR = 3e-2
 WARM_UP_CALLS = 3
@@ -94,7 +94,7 @@ class UsageError(Exception):
 # ----------------------------------------------------------------------------- variants
 @dataclass(frozen=True)
 class Variant:
-    """One way of compiling: a base mode, a table policy (ours only) and suspect settings."""
+    """One way of compiling: a base mode, a decision policy (ours, table) and suspect settings."""
     name: str
     base: str
     policy: Optional[str] = None
@@ -123,7 +123,7 @@ class Variant:
 
 
 def parse_variant(text: str) -> Variant:
-    """BASE[@POLICY][+setting ...]: e.g. ours, ours@isolated, max_autotune_gemm+noepi."""
+    """BASE[@POLICY][+setting ...]: e.g. ours, table@isolated, max_autotune_gemm+noepi."""
     match = re.fullmatch(r"([a-z_]+)(?:@([a-z_]+))?((?:\+[a-z]+)*)", text)
     if not match or match.group(1) not in BASES:
         raise UsageError("--variants", f"'{text}' is not BASE[@POLICY][+SETTING...] with BASE one of "
@@ -227,9 +227,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--list", action="store_true", help="print the workloads and exit")
     p.add_argument("--report", action="store_true",
                    help="print the in-graph reports of --results (no GPU needed) and exit")
-    p.add_argument("--mmt", help="the matmul_toolkit binary (export-lut makes the ours tables)")
+    p.add_argument("--mmt", help="the matmul_toolkit binary (export-lut makes the table variants' tables)")
     p.add_argument("--model", default=os.path.join(SOURCE_DIR, "data", "models", "inductor_h200.pt"),
-                   help="model checkpoint for the ours tables (default: the shipped H200 model)")
+                   help="model checkpoint that ours and the tables pick with (default: the shipped H200 model)")
     p.add_argument("--results", default=RESULTS, help=f"results JSON, read and rewritten (default {RESULTS})")
     p.add_argument("--shapeset", default=SHAPESET,
                    help="shapeset that gathers every measured workload's GEMMs, read and rewritten "
@@ -290,16 +290,16 @@ def check_inputs(args: argparse.Namespace) -> list[W.Workload]:
         chosen = W.by_name(args.workloads)
     except W.WorkloadError as e:
         raise UsageError("--workloads", str(e))
-    if any(v.base == "use_model" for v in args.parsed_variants):
+    if any(v.base == "ours" for v in args.parsed_variants):
         from matmul_toolkit_inductor.rank_library import RankLibraryError, load_library
 
         try:
             load_library()
         except RankLibraryError as e:
-            raise UsageError("--variants", f"use_model needs the C library: {e}")
-    if any(v.base == "ours" for v in args.parsed_variants):
+            raise UsageError("--variants", f"ours needs the C library: {e}")
+    if any(v.base == "table" for v in args.parsed_variants):
         if not args.mmt:
-            raise UsageError("--mmt", "the ours variants need the matmul_toolkit binary (export-lut)")
+            raise UsageError("--mmt", "the table variants need the matmul_toolkit binary (export-lut)")
         if not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)):
             raise UsageError(args.mmt, "no such executable (--mmt)")
         if not os.path.isfile(args.model):
@@ -596,14 +596,14 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
     instance = W.build(torch, w, seed=SEED)
     table_ctx: Any = contextlib.nullcontext()
     hook = None
-    if v.base == "use_model":
+    if v.base == "ours":
         from matmul_toolkit_inductor.model_hook import use_model
 
         hook = use_model(args.model, policy=v.policy)
         if not hook.installed:
             raise RuntimeError("use_model did not install (another GPU than the model's)")
         table_ctx = hook
-    if v.base == "ours":
+    if v.base == "table":
         table_path = tables.get(v.policy)
         if table_path is None:
             raise RuntimeError(f"no table for policy {v.policy or 'default'} (the default variant records the GEMMs)")
@@ -636,7 +636,7 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
                     errors.append(relative_error(torch, out, refs[seq]))
                     del out
             result["graphs_compiled"] = dynamo_graphs(torch) - graphs_before
-        if v.base == "ours":
+        if v.base == "table":
             result["lookups"] = {"hits": lut.TABLE_HITS.hits, "misses": lut.TABLE_HITS.misses,
                                  "missed": list(lut.TABLE_HITS.missed)}
         if hook is not None:
@@ -734,7 +734,7 @@ def child_main(args: argparse.Namespace) -> int:
             shapeset = os.path.join(folder, "shapeset.json")
             record["gemm_problems"] = measured.recorder.save_shapeset(shapeset)
             if args.mmt:
-                for policy in dict.fromkeys(x.policy for x in args.parsed_variants if x.base == "ours"):
+                for policy in dict.fromkeys(x.policy for x in args.parsed_variants if x.base == "table"):
                     try:
                         tables[policy], seconds = export_table(args, shapeset, policy, folder)
                         record.setdefault("export_s", {})[policy or "default"] = seconds

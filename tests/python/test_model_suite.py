@@ -204,11 +204,11 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
 @pytest.mark.parametrize("text, base, policy, settings", [
     ("default", "default", None, ()),
     ("ours", "ours", None, ()),
-    ("ours@isolated", "ours", "isolated", ()),
+    ("table@isolated", "table", "isolated", ()),
     ("max_autotune_gemm+noepi+noflush", "max_autotune_gemm", None, ("+noepi", "+noflush")),
     ("max_autotune+gated", "max_autotune", None, ("+gated",)),
     ("ours@graph+noepi", "ours", "graph", ("+noepi",)),
-    ("use_model@isolated", "use_model", "isolated", ()),
+    ("ours@isolated", "ours", "isolated", ()),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
@@ -216,8 +216,8 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
 
 
 @pytest.mark.parametrize("text, message", [
-    ("fast", "BASE"), ("default+noepi", "no settings"), ("max_autotune@graph", "only ours and use_model"),
-    ("ours+turbo", "unknown setting"), ("ours+noepi+noepi", "repeats"), ("ours+biasaddmm", "names its ATen"),
+    ("fast", "BASE"), ("default+noepi", "no settings"), ("max_autotune@graph", "only ours and table"),
+    ("ours+turbo", "unknown setting"), ("ours+noepi+noepi", "repeats"), ("ours+biasaddmm", "names its ATen"), ("use_model", "BASE"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
     with pytest.raises(suite.UsageError, match=message):
@@ -231,7 +231,7 @@ def test_each_base_compiles_with_its_inductor_settings() -> None:
     assert kwargs("default") == {"options": {"triton.cudagraphs": True}}
     assert kwargs("max_autotune") == {"mode": "max-autotune"}
     assert kwargs("max_autotune_gemm") == {"options": {"triton.cudagraphs": True, "max_autotune_gemm": True}}
-    assert kwargs("ours") == kwargs("max_autotune_gemm") == kwargs("use_model")
+    assert kwargs("ours") == kwargs("max_autotune_gemm") == kwargs("table")
     assert kwargs("max_autotune+noepi") == {"options": {"max_autotune": True, "coordinate_descent_tuning": True,
                                                         "triton.cudagraphs": True, "benchmark_epilogue_fusion": False}}
     assert kwargs("max_autotune_gemm+flexible")["options"]["max_autotune_allow_flexible_layouts"] is True
@@ -470,8 +470,8 @@ def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     bad.write_text("{")
     assert suite.main(["--results", str(bad), "--variants", "default", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"error: {bad}: cannot read the results")
-    assert suite.main(["--variants", "ours", "--out", str(tmp_path)]) == 2
-    assert "error: --mmt: the ours variants need" in capsys.readouterr().err
+    assert suite.main(["--variants", "table", "--out", str(tmp_path)]) == 2
+    assert "error: --mmt: the table variants need" in capsys.readouterr().err
     assert suite.main(["--workloads", "nope", "--variants", "default", "--out", str(tmp_path)]) == 2
     assert "error: --workloads: unknown workload nope" in capsys.readouterr().err
 
@@ -525,9 +525,9 @@ def test_each_variant_is_stamped_with_its_runs_default() -> None:
 def test_each_runs_environment_is_kept_beside_the_latest() -> None:
     document: dict[str, Any] = {"workloads": {}}
     first = {"variants": {"default": {"ms": 1.0, "compile_s": 2.0, "run": "a"}}}
-    second = {"variants": {"use_model": {"ms": 0.9, "compile_s": 1.0, "run": "b"}}}
+    second = {"variants": {"ours": {"ms": 0.9, "compile_s": 1.0, "run": "b"}}}
     suite.merge(document, "llama_prefill", first, {"torch": "2.10", "toolkit_commit": "1111111"})
     suite.merge(document, "llama_prefill", second, {"torch": "2.11", "toolkit_commit": "2222222"})
-    assert document["torch"] == "2.11" and set(document["workloads"]["llama_prefill"]) == {"default", "use_model"}
+    assert document["torch"] == "2.11" and set(document["workloads"]["llama_prefill"]) == {"default", "ours"}
     assert document["runs"] == {"a": {"torch": "2.10", "toolkit_commit": "1111111"},
                                 "b": {"torch": "2.11", "toolkit_commit": "2222222"}}
