@@ -29,6 +29,8 @@ out=${OUT:-out/gpu}
 build=${BUILD_DIR:-build-gpu}
 cli=$build/src/cli/matmul_toolkit
 step_seconds=${STEP_SECONDS:-540}
+# use_model (the models step's ours, e2e's E2E_USE_MODEL) loads the C library built here.
+export MMT_RANK_LIBRARY=${MMT_RANK_LIBRARY:-$build/src/cli/libmmt_rank.so}
 # Datasets are named after the GPU (h100 / h200): a call may land on either, and each
 # resumes its own file.
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oE 'H[0-9]+' | tr 'H' 'h')
@@ -350,7 +352,6 @@ step_e2e_transformer() {
 # back under $out. Copy the two files into the work tree before the next call to go on.
 step_models() {
   local budget=$((step_seconds > 180 ? step_seconds - 90 : 90))
-  export MMT_RANK_LIBRARY=${MMT_RANK_LIBRARY:-$build/src/cli/libmmt_rank.so}
   # shellcheck disable=SC2086 # the lists are lists of words
   timeout -s TERM "$step_seconds" python3 bench/models/suite.py --mmt "$cli" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \
