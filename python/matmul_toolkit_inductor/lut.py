@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Union
 
 from .dataset import PathLike
+from .handlers import install_choices_class
 
 LookupTable = dict[str, list[dict[str, Any]]]
 
@@ -94,23 +95,24 @@ def load_table(path: PathLike) -> LookupTable:
 
 def install_table(table: LookupTable, precompile_hits: bool = False) -> None:
     """Makes Inductor consult `table` for the rest of the process:
-    config.lookup_table.table and a LookupTableChoices choices handler that notes each hit,
-    and (unless precompile_hits) no parallel precompile of a hit's choices."""
+    config.lookup_table.table and, in every thread that compiles (handlers.py), a
+    LookupTableChoices choices handler that notes each hit, and (unless precompile_hits) no
+    parallel precompile of a hit's choices."""
     from torch._inductor import config as inductor_config
     from torch._inductor.lookup_table import LookupTableChoices
     from torch._inductor.select_algorithm import AlgorithmSelectorCache
-    from torch._inductor.virtualized import V
 
-    _PREVIOUS.append((inductor_config.lookup_table.table, getattr(V, "choices", None)))
+    previous_table = inductor_config.lookup_table.table
     inductor_config.lookup_table.table = table
     TABLE_HITS.skip_precompile = not precompile_hits
     TABLE_HITS.op = None
     skip_precompile_of_hits(AlgorithmSelectorCache)
-    V.set_choices_handler(hit_noting_choices(LookupTableChoices)())
+    _PREVIOUS.append((previous_table, install_choices_class(hit_noting_choices(LookupTableChoices))))
 
 
-# What install_table replaced, so that uninstall_table can put it back.
-_PREVIOUS: list[tuple[Any, Any]] = []
+# What install_table replaced (the table) and how to undo its choices handler, so that
+# uninstall_table can put them back.
+_PREVIOUS: list[tuple[Any, Callable[[], None]]] = []
 
 
 def uninstall_table() -> None:
@@ -119,12 +121,10 @@ def uninstall_table() -> None:
     if not _PREVIOUS:
         return
     from torch._inductor import config as inductor_config
-    from torch._inductor.choices import InductorChoices
-    from torch._inductor.virtualized import V
 
-    table, handler = _PREVIOUS.pop()
+    table, undo_handler = _PREVIOUS.pop()
     inductor_config.lookup_table.table = table
-    V.set_choices_handler(handler if handler is not None else InductorChoices())
+    undo_handler()
     TABLE_HITS.skip_precompile = False
     TABLE_HITS.op = None
 

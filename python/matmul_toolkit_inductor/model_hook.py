@@ -14,11 +14,16 @@ hit. Per GEMM that is ATen alone, one Triton config (compiled, never benchmarked
 entries with ATen that Inductor benchmarks, as the policy decides.
 - Ops: mm, addmm (its ATen choice as aten::bias_addmm where the policy says so), bmm,
   baddbmm (ranked as the bmm it is), int_mm (an int8 mm), in every layout.
+- What the model does not rank (other ops such as grouped or scaled mm, dtypes it has no rows
+  for) runs its ATen choice alone, as default torch.compile runs it, and so do convolutions
+  (config.max_autotune_conv_backends = "ATEN" while installed): max_autotune_gemm is on for
+  the model's picks, not to autotune the rest. `unranked="inductor"` leaves those to
+  Inductor's own autotuning.
 - Symbolic sizes are ranked at Inductor's size hints, the example inputs' sizes.
 - The Triton templates are offered only with `max_autotune_gemm` (or mode max-autotune). Without
   them the hook finds no kernel to pick, and Inductor's own choices (ATen) stay.
-- The handler is set for the calling thread and as config.inductor_choices_class for every
-  other compile thread.
+- The handler is set for every thread that compiles, those that compiled before too (the
+  autograd thread lowers a training step's backward graph): handlers.py.
 - The model's sha256 goes into torch.compiler.config.cache_key_tag, so a graph cached with
   other picks is not reused. A cached graph skips lowering, and with it the hook.
 
@@ -40,6 +45,7 @@ from typing import Any, Callable, Optional
 
 from .choices import dtype_name, operand_layout
 from .dataset import KNOWN_DTYPES, op_key
+from .handlers import install_choices_class
 from .rank_library import RankLibraryError, RankModel
 
 log = logging.getLogger(__name__)
@@ -48,6 +54,8 @@ log = logging.getLogger(__name__)
 GEMM_OPS = {"mm": "mm", "addmm": "addmm", "bmm": "bmm", "baddbmm": "bmm", "int_mm": "mm"}
 # The ATen choice of an op whose extern kernel is not the model's op's.
 ATEN_UIDS = {"baddbmm": {"aten::bmm": "aten::baddbmm"}, "int_mm": {"aten::mm": "aten::_int_mm"}}
+# What a GEMM the model does not rank gets: its ATen choice alone, or Inductor's own choices.
+UNRANKED = ("aten", "inductor")
 
 
 class ModelHookError(ValueError):
@@ -59,7 +67,7 @@ class Decision:
     """What the hook answered for one GEMM."""
     op_name: str                    # Inductor's: mm, addmm, bmm, baddbmm, int_mm
     problem: str                    # "mm_nt 2048x5632x2048 bfloat16"
-    decision: str                   # the policy's ("kernel", "aten", "pair") or "fallback"
+    decision: str                   # the policy's ("kernel", "aten", "pair"), "unranked" or "fallback"
     entries: list[dict[str, Any]] = field(default_factory=list)
     predicted_ms: list[float] = field(default_factory=list)
     why: str = ""                   # a fallback's reason
@@ -67,6 +75,9 @@ class Decision:
     def line(self) -> str:
         if self.decision == "fallback":
             return f"{self.op_name} {self.problem}: Inductor's own choices ({self.why})"
+        if self.decision == "unranked":
+            uids = ", ".join(e["template_id"] for e in self.entries)
+            return f"{self.op_name} {self.problem}: unranked: {uids} alone ({self.why})"
         parts = []
         predicted: list[Optional[float]] = list(self.predicted_ms) if self.predicted_ms else [None] * len(self.entries)
         for entry, ms in zip(self.entries, predicted):
@@ -109,6 +120,14 @@ def problem_of(kernel_inputs: Any, op_name: str) -> Optional[tuple[str, dict[str
     return op_key(op, layout), shape
 
 
+def inputs_label(kernel_inputs: Any) -> str:
+    """The operands' sizes, for a GEMM that has no problem of the model's."""
+    try:
+        return ", ".join("x".join(str(int(v)) for v in size) for size in kernel_inputs.shapes_hinted())
+    except Exception:
+        return "?"
+
+
 def label(key: str, shape: dict[str, Any]) -> str:
     dims = (f"{shape['B']}x" if shape["B"] > 1 else "") + f"{shape['M']}x{shape['N']}x{shape['K']}"
     return f"{key} {dims} {shape['M_dtype']}"
@@ -118,10 +137,14 @@ class ModelHook:
     """The model's answers to Inductor, and what it answered (explain()). A context manager:
     leaving the block uninstalls it."""
 
-    def __init__(self, model: Any, policy: Optional[str] = None, search_space: str = "DEFAULT") -> None:
+    def __init__(self, model: Any, policy: Optional[str] = None, search_space: str = "DEFAULT",
+                 unranked: str = "aten") -> None:
+        if unranked not in UNRANKED:
+            raise ModelHookError(f"unranked: '{unranked}' is not one of {', '.join(UNRANKED)}")
         self.model = model
         self.policy = policy
         self.search_space = search_space
+        self.unranked = unranked
         self.decisions: list[Decision] = []
         self.installed = False
         self._answers: dict[str, dict[str, Any]] = {}
@@ -132,12 +155,13 @@ class ModelHook:
     # --- what Inductor calls (through ModelChoices.lookup_template_configs) ------------
 
     def lookup(self, kernel_inputs: Any, op_name: str, template_uids: list[str]) -> dict[str, list[dict[str, Any]]]:
-        """The model's entries for one GEMM by template uid, as a lookup-table hit; {} (a
-        miss: Inductor's own choices) for what the model does not rank, or on any error."""
+        """The model's entries for one GEMM by template uid, as a lookup-table hit; for what
+        the model does not rank, the ATen choice alone (or {} with unranked="inductor"); {} (a
+        miss: Inductor's own choices) on any error."""
         try:
             problem = problem_of(kernel_inputs, op_name)
             if problem is None:
-                return {}
+                return self._unranked(kernel_inputs, op_name, template_uids)
             key, shape = problem
             answer = self._decide(key, shape)
             rename = ATEN_UIDS.get(op_name, {})
@@ -156,6 +180,16 @@ class ModelHook:
         except Exception as e:  # a user's compile must never fail here
             self._fallback_warning(op_name, e)
             return {}
+
+    def _unranked(self, kernel_inputs: Any, op_name: str, template_uids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        aten = [uid for uid in template_uids if uid.startswith("aten::")]
+        why = "an op or dtype the model has no rows for"
+        if self.unranked == "inductor" or not aten:
+            self._note(Decision(op_name, inputs_label(kernel_inputs), "fallback", why=why))
+            return {}
+        self._note(Decision(op_name, inputs_label(kernel_inputs), "unranked",
+                            [{"template_id": uid} for uid in aten], why=why))
+        return {uid: [{}] for uid in aten}
 
     def _decide(self, key: str, shape: dict[str, Any]) -> dict[str, Any]:
         request: dict[str, Any] = {"op": key, "shape": shape, "search_space": self.search_space}
@@ -218,6 +252,8 @@ def model_choices_class(base: type, hook: ModelHook) -> type:
         def lookup_template_configs(self, kernel_inputs: Any, op_name: str, template_uids: list[str],
                                     template_hash_map: Optional[dict[str, Optional[str]]] = None
                                     ) -> dict[str, list[dict[str, Any]]]:
+            if not hook.installed:  # a thread's handler kept after uninstall(): Inductor's lookup
+                return super().lookup_template_configs(kernel_inputs, op_name, template_uids, template_hash_map)
             return hook.lookup(kernel_inputs, op_name, template_uids)
 
     ModelChoices.hook = hook  # type: ignore[attr-defined]
@@ -225,18 +261,17 @@ def model_choices_class(base: type, hook: ModelHook) -> type:
 
 
 def install(hook: ModelHook) -> None:
-    """Makes Inductor ask `hook` in this thread and every other, tags the compile cache."""
+    """Makes Inductor ask `hook` in every thread, keeps convolutions on ATen (unless
+    unranked="inductor"), tags the compile cache."""
     import torch
     from torch._inductor import config as inductor_config
     from torch._inductor.lookup_table.choices import LookupTableChoices
-    from torch._inductor.virtualized import V
 
-    cls = model_choices_class(LookupTableChoices, hook)
-    previous_class, previous_handler = inductor_config.inductor_choices_class, V.choices
-    inductor_config.inductor_choices_class = cls
-    V.set_choices_handler(cls())
-    hook._undo.append(lambda: V.set_choices_handler(previous_handler))
-    hook._undo.append(lambda: setattr(inductor_config, "inductor_choices_class", previous_class))
+    hook._undo.append(install_choices_class(model_choices_class(LookupTableChoices, hook)))
+    if hook.unranked == "aten" and hasattr(inductor_config, "max_autotune_conv_backends"):
+        previous_backends = inductor_config.max_autotune_conv_backends
+        inductor_config.max_autotune_conv_backends = "ATEN"
+        hook._undo.append(lambda: setattr(inductor_config, "max_autotune_conv_backends", previous_backends))
     compiler_config = torch.compiler.config
     previous_tag = compiler_config.cache_key_tag
     digest = str(hook.model.info().get("sha256", ""))[:16]
@@ -259,16 +294,19 @@ def gpu_mismatch(info: dict[str, Any]) -> Optional[str]:
 
 
 def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, search_space: str = "DEFAULT",
-              force: bool = False, library: Optional[Any] = None) -> ModelHook:
+              unranked: str = "aten", force: bool = False, library: Optional[Any] = None) -> ModelHook:
     """Makes the model (default: the shipped one) pick the GEMMs of every later compile in this
     process; returns the hook (explain(), uninstall(), or use it as a context manager).
     `policy`: the decision policy (export-lut --policy; default: export-lut's default).
+    `unranked`: "aten" (default) runs what the model does not rank, convolutions included, on
+    its ATen choice alone, as default torch.compile does; "inductor" leaves it to Inductor's
+    own autotuning.
     `force`: install it on a GPU the model was not trained on. Raises ModelHookError when the
     model cannot be opened or the policy is unknown."""
     try:
         model = RankModel.open(path or "", library)
         info = model.info()
-        hook = ModelHook(model, policy, search_space)
+        hook = ModelHook(model, policy, search_space, unranked)
         probe = _probe_problem()
         model.decide({"op": probe[0], "shape": probe[1], "search_space": search_space,
                       **({"policy": policy} if policy else {})})

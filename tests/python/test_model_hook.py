@@ -115,10 +115,26 @@ def test_a_problem_is_decided_once() -> None:
     assert len(model.requests) == 1 and len(hook.decisions) == 4
 
 
-def test_what_the_model_does_not_rank_or_inductor_does_not_offer_stays_inductors() -> None:
+def test_what_the_model_does_not_rank_runs_its_aten_choice_alone() -> None:
     model = FakeModel({"mm_nt": {"decision": "kernel", "entries": [TRITON], "predicted_ms": [0.02]}})
     hook = ModelHook(model)
-    assert hook.lookup(linear(64, 64, 64), "scaled_mm", ["aten::_scaled_mm"]) == {}
+    grouped = ["aten::_grouped_mm", "triton::grouped_mm"]
+    assert hook.lookup(linear(64, 64, 64), "grouped_mm", grouped) == {"aten::_grouped_mm": [{}]}
+    fp8 = linear(64, 64, 64, dtype="torch.float8_e4m3fnuz")
+    assert hook.lookup(fp8, "mm", ["aten::mm", "triton::mm"]) == {"aten::mm": [{}]}
+    assert hook.lookup(linear(64, 64, 64), "odd_op", ["triton::odd"]) == {}  # no ATen choice: Inductor's
+    assert model.requests == []
+    lines = hook.explain().splitlines()
+    assert lines[1] == "grouped_mm 64x64, 64x64: unranked: aten::_grouped_mm alone (an op or dtype the model has no rows for)"
+    assert "Inductor's own choices" in lines[3]
+    # unranked="inductor": Inductor autotunes them as it would without the model
+    assert ModelHook(model, unranked="inductor").lookup(linear(64, 64, 64), "grouped_mm", grouped) == {}
+    with pytest.raises(ModelHookError, match="unranked: 'triton' is not one of aten, inductor"):
+        ModelHook(model, unranked="triton")
+
+
+def test_what_inductor_does_not_offer_stays_inductors() -> None:
+    hook = ModelHook(FakeModel({"mm_nt": {"decision": "kernel", "entries": [TRITON], "predicted_ms": [0.02]}}))
     # GEMM autotuning off: no Triton template is offered, so no kernel can be picked
     assert hook.lookup(linear(64, 64, 64), "mm", ["aten::mm"]) == {}
     assert "triton::mm is not offered" in hook.explain()
@@ -142,20 +158,24 @@ def test_an_error_falls_back_to_inductor_with_one_warning() -> None:
 def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
     """torch's CUDA query, compiler config, and Inductor's config, V and LookupTableChoices."""
     handlers = threading.local()
-    config = types.SimpleNamespace(inductor_choices_class=None)
+    config = types.SimpleNamespace(inductor_choices_class=None, max_autotune_conv_backends="ATEN,TRITON")
+
+    class InductorChoices:
+        pass
 
     class FakeV:
         @property
-        def choices(self) -> Any:  # Inductor's lazy default: the configured class, else its own
+        def choices(self) -> Any:  # Inductor's lazy default, kept per thread: the configured class, else its own
             if not hasattr(handlers, "h"):
-                handlers.h = config.inductor_choices_class() if config.inductor_choices_class else "inductor's own"
+                handlers.h = config.inductor_choices_class() if config.inductor_choices_class else InductorChoices()
             return handlers.h
 
         def set_choices_handler(self, handler: Any) -> None:
             handlers.h = handler
 
     class LookupTableChoices:
-        pass
+        def lookup_template_configs(self, *args: Any) -> dict[str, Any]:
+            return {"inductor's": "table lookup"}
 
     torch = types.ModuleType("torch")
     torch.cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda: "NVIDIA H200")  # type: ignore[attr-defined]
@@ -164,6 +184,7 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
                "torch._inductor.config": config,
                "torch._inductor.lookup_table": types.ModuleType("torch._inductor.lookup_table"),
                "torch._inductor.lookup_table.choices": types.SimpleNamespace(LookupTableChoices=LookupTableChoices),
+               "torch._inductor.choices": types.SimpleNamespace(InductorChoices=InductorChoices),
                "torch._inductor.virtualized": types.SimpleNamespace(V=FakeV())}
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
@@ -190,7 +211,57 @@ def test_use_model_installs_for_every_thread_and_uninstalls(fake_torch: Any, mon
         answer = V.choices.lookup_template_configs(linear(64, 64, 64), "mm", ["aten::mm", "triton::mm"])
         assert answer == {"aten::mm": [{}]}
     assert not hook.installed and config.inductor_choices_class is None
-    assert V.choices == "inductor's own" and torch.compiler.config.cache_key_tag == "user"
+    assert type(V.choices).__name__ == "InductorChoices" and torch.compiler.config.cache_key_tag == "user"
+
+
+def test_a_thread_that_compiled_before_use_model_gets_the_model_too(fake_torch: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The autograd engine's thread lowers backward graphs; it may hold Inductor's handler
+    from a compile before use_model()."""
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}))
+    steps = [threading.Event() for _ in range(4)]
+    answers: list[Any] = []
+
+    def autograd_thread() -> None:
+        answers.append(type(V.choices).__name__)  # its first lowering: Inductor's own handler
+        steps[0].set()
+        steps[1].wait()
+        answers.append(V.choices.lookup_template_configs(linear(64, 64, 64), "mm", ["aten::mm", "triton::mm"]))
+        steps[2].set()
+        steps[3].wait()
+        answers.append(type(V.choices).__name__)
+
+    thread = threading.Thread(target=autograd_thread)
+    thread.start()
+    steps[0].wait()
+    hook = model_hook.use_model()
+    steps[1].set()
+    steps[2].wait()
+    hook.uninstall()
+    steps[3].set()
+    thread.join()
+    assert answers == ["InductorChoices", {"aten::mm": [{}]}, "InductorChoices"]
+    assert "mm mm_nt 64x64x64 bfloat16: aten: aten::mm" in hook.explain()
+
+
+def test_a_handler_kept_after_uninstall_answers_as_inductor(fake_torch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}))
+    hook = model_hook.use_model()
+    kept = V.choices
+    hook.uninstall()
+    assert kept.lookup_template_configs(linear(64, 64, 64), "mm", ["aten::mm"], None) == {"inductor's": "table lookup"}
+
+
+def test_convolutions_stay_on_aten_while_installed(fake_torch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}))
+    with model_hook.use_model():
+        assert config.max_autotune_conv_backends == "ATEN"
+    assert config.max_autotune_conv_backends == "ATEN,TRITON"
+    with model_hook.use_model(unranked="inductor"):
+        assert config.max_autotune_conv_backends == "ATEN,TRITON"
 
 
 def test_another_gpu_gets_a_warning_and_inductors_defaults_unless_forced(fake_torch: Any,
