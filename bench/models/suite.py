@@ -33,7 +33,8 @@ flush), +gated (Inductor's autotuning timed without the host's launch: timing.Ga
 Per variant: compile time = wall time of the first call; runtime = median over --rounds
 rounds of --calls calls (CUDA events around each round, torch.compiler.cudagraph_mark_step_begin
 before each call) after 3 warm-up calls; the first call's output (inference: logits or last
-hidden state; training: the loss) against eager's, relative L2 error under 3e-2 (a larger one
+hidden state; training: the loss) against eager's, relative L2 error under the workload's
+tolerance (3e-2; 1e-1 for a mixture of experts, whose top-k routing flips on rounding; a larger one
 marks the variant failed). Then one profiled round (torch.profiler, --profile-calls calls): the
 in-graph report (ingraph.py): device time per category, and each GEMM's in-graph time beside
 Inductor's benchmark of the choice it kept (timed here with Inductor's benchmarker, L2 flushed,
@@ -79,7 +80,6 @@ BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 # The bases that pick with the shipped model (and take a @POLICY).
 MODEL_BASES = ("ours", "table")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible")
-MAX_REL_ERROR = 3e-2
 WARM_UP_CALLS = 3
 SEED = 0
 
@@ -642,7 +642,7 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
         if hook is not None:
             result["decisions"] = hook.explain().splitlines()
         result["max_rel_error"] = max(errors)
-        if result["max_rel_error"] >= MAX_REL_ERROR:
+        if result["max_rel_error"] >= w.tolerance:
             result["error"] = f"wrong result: relative error {result['max_rel_error']:.1e} against eager"
         rounds = time_calls(torch, lambda: instance.call(compiled), args.rounds, args.calls)
         result["rounds_ms"] = rounds

@@ -44,6 +44,8 @@ class Workload:
     # Compiled once with dynamic=True and run at each of these sequence lengths (seq is the
     # first); empty: static shapes.
     lengths: tuple[int, ...] = ()
+    # The largest relative L2 error of an output against eager's that still counts as right.
+    tolerance: float = 3e-2
 
     def describe(self) -> str:
         if self.inputs == IMAGES:
@@ -102,7 +104,11 @@ WORKLOADS: tuple[Workload, ...] = (
              note="ConvNeXt-T: channels-last MLPs (M = batch x pixels)", tags=("addmm",)),
     Workload("mixtral_moe", "mixture-of-experts", "transformers", "MixtralForCausalLM", "MixtralConfig",
              MIXTRAL, TOKENS, batch=4, seq=256,
-             note="Mixtral-style MoE, 8 experts top-2, hidden 1024, 2 layers", tags=("prefill", "moe")),
+             note="Mixtral-style MoE, 8 experts top-2, hidden 1024, 2 layers", tags=("prefill", "moe"),
+             # A token whose two best experts score within rounding of each other goes to
+             # another expert when the router's GEMM rounds differently: default
+             # torch.compile itself lands at 5.7e-2 from eager.
+             tolerance=1e-1),
     Workload("llama_dynamic", "decoder", "transformers", "LlamaForCausalLM", "LlamaConfig", LLAMA,
              TOKENS, batch=4, seq=128, lengths=(128, 256, 512),
              note="the Llama prefill model compiled once with dynamic=True, run at three lengths",
@@ -144,6 +150,8 @@ def check(workloads: tuple[Workload, ...] = WORKLOADS) -> None:
             raise WorkloadError(f"{where}: unknown inputs {w.inputs}")
         if w.dtype not in DTYPES or w.mode not in (INFERENCE, TRAINING):
             raise WorkloadError(f"{where}: dtype {w.dtype} / mode {w.mode}")
+        if not 0 < w.tolerance < 1:
+            raise WorkloadError(f"{where}: tolerance must be between 0 and 1")
         if w.batch < 1 or (w.inputs != IMAGES and w.seq < 1) or (w.inputs == SEQ2SEQ and w.decoder_seq < 1):
             raise WorkloadError(f"{where}: sizes must be positive")
         if w.mode == TRAINING and w.inputs != TOKENS:

@@ -69,6 +69,7 @@ def test_by_name_keeps_suite_order_and_refuses_unknown_names() -> None:
     (dict(mode=W.TRAINING, inputs=W.IMAGES), "token inputs"),
     (dict(lengths=(128, 256)), "dynamic lengths"),  # bert_base's seq is 256: the first length must be it
     (dict(lengths=(256, 256)), "dynamic lengths"),
+    (dict(tolerance=0.0), "tolerance"),
 ])
 def test_check_refuses_inconsistent_definitions(change: dict[str, Any], message: str) -> None:
     import dataclasses
