@@ -31,8 +31,9 @@ flush), +gated (Inductor's autotuning timed without the host's launch: timing.Ga
 +flexible (max_autotune_allow_flexible_layouts).
 
 Per variant: compile time = wall time of the first call; runtime = median over --rounds
-rounds of --calls calls (CUDA events around each round, torch.compiler.cudagraph_mark_step_begin
-before each call) after 3 warm-up calls; the first call's output (inference: logits or last
+rounds of back-to-back calls (CUDA events around each round, torch.compiler.cudagraph_mark_step_begin
+before each call) after 3 warm-up calls, each round at least --calls calls and --round-ms long
+(a decode step of 0.4 ms runs 63 calls a round: ten were 4 ms, and host jitter spread them 25 %); the first call's output (inference: logits or last
 hidden state; training: the loss) against eager's, relative L2 error under the workload's
 tolerance (3e-2; 1e-1 for a mixture of experts, whose top-k routing flips on rounding; a larger one
 marks the variant failed). Then one profiled round (torch.profiler, --profile-calls calls): the
@@ -53,6 +54,7 @@ import argparse
 import contextlib
 import datetime
 import json
+import math
 import os
 import re
 import signal
@@ -241,7 +243,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--workload-timeout", type=float, default=3000.0,
                    help="seconds one workload's process may take before it is stopped (default 3000)")
     p.add_argument("--rounds", type=int, default=5, help="timed rounds per variant; median taken (default 5)")
-    p.add_argument("--calls", type=int, default=10, help="calls per timed round (default 10)")
+    p.add_argument("--calls", type=int, default=10, help="fewest calls per timed round (default 10)")
+    p.add_argument("--round-ms", type=float, default=25.0,
+                   help="more calls per round until a round lasts about this long (default 25 ms)")
     p.add_argument("--profile-calls", type=int, default=3, help="calls in the profiled round (default 3; 0: none)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--record", help=argparse.SUPPRESS)
@@ -251,6 +255,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(f"--{name} must be at least 1")
     if args.profile_calls < 0:
         p.error("--profile-calls must be 0 or more")
+    if args.round_ms < 0:
+        p.error("--round-ms must be 0 or more")
     # default runs in every workload process: it records the GEMMs the tables are made for,
     # and every variant is judged against the default compile of its own process.
     args.parsed_variants = variant_order([parse_variant(v) for v in dict.fromkeys(["default", *args.variants])])
@@ -260,7 +266,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def child_command(args: argparse.Namespace, w: W.Workload, variants: list[Variant], record: str) -> list[str]:
     command = [sys.executable, os.path.abspath(__file__), "--child", w.name, "--record", record,
                "--variants", *[v.name for v in variants], "--out", args.out, "--model", args.model,
-               "--rounds", str(args.rounds), "--calls", str(args.calls), "--profile-calls", str(args.profile_calls)]
+               "--rounds", str(args.rounds), "--calls", str(args.calls), "--round-ms", str(args.round_ms),
+               "--profile-calls", str(args.profile_calls)]
     if args.mmt:
         command += ["--mmt", args.mmt]
     return command
@@ -439,23 +446,34 @@ def relative_error(torch: Any, out: Any, ref: Any) -> float:
     return (out - ref).norm().item() / scale if scale > 0 else (out - ref).norm().item()
 
 
-def time_calls(torch: Any, call: Callable[[], Any], rounds: int, calls: int) -> list[float]:
-    """Per-call milliseconds of each round."""
-    for _ in range(WARM_UP_CALLS):
-        torch.compiler.cudagraph_mark_step_begin()
-        call()
-    times = []
-    for _ in range(rounds):
+def calls_per_round(per_call_ms: float, fewest: int, round_ms: float) -> int:
+    """Calls in a timed round: at least `fewest`, and enough for about `round_ms`."""
+    if per_call_ms <= 0:
+        return fewest
+    return max(fewest, math.ceil(round_ms / per_call_ms))
+
+
+def time_calls(torch: Any, call: Callable[[], Any], rounds: int, calls: int, round_ms: float = 0.0) -> list[float]:
+    """Per-call milliseconds of each round; rounds of at least `calls` calls, more where a
+    round would be shorter than `round_ms` (an untimed warm-up, which records the CUDA graphs,
+    then one round of `calls` tells how long a call takes)."""
+
+    def timed(n: int) -> float:
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(calls):
+        for _ in range(n):
             torch.compiler.cudagraph_mark_step_begin()
             call()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return times
+        return float(start.elapsed_time(end)) / n
+
+    for _ in range(WARM_UP_CALLS):
+        torch.compiler.cudagraph_mark_step_begin()
+        call()
+    n = calls_per_round(timed(calls), calls, round_ms)
+    return [timed(n) for _ in range(rounds)]
 
 
 def profiled_kernels(torch: Any, call: Callable[[], Any], calls: int) -> list[tuple[str, float]]:
@@ -644,12 +662,13 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
         result["max_rel_error"] = max(errors)
         if result["max_rel_error"] >= w.tolerance:
             result["error"] = f"wrong result: relative error {result['max_rel_error']:.1e} against eager"
-        rounds = time_calls(torch, lambda: instance.call(compiled), args.rounds, args.calls)
+        rounds = time_calls(torch, lambda: instance.call(compiled), args.rounds, args.calls, args.round_ms)
         result["rounds_ms"] = rounds
         if others:
             by_length = {str(w.seq): sorted(rounds)[len(rounds) // 2]}
             for seq, at in others.items():
-                timed = time_calls(torch, lambda: at.call(compiled), args.rounds, args.calls)  # noqa: B023
+                timed = time_calls(torch, lambda: at.call(compiled), args.rounds, args.calls,  # noqa: B023
+                                   args.round_ms)
                 by_length[str(seq)] = sorted(timed)[len(timed) // 2]
             result["ms_by_length"] = by_length
         if "error" not in result:

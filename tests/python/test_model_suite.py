@@ -532,3 +532,42 @@ def test_each_runs_environment_is_kept_beside_the_latest() -> None:
     assert document["torch"] == "2.11" and set(document["workloads"]["llama_prefill"]) == {"default", "ours"}
     assert document["runs"] == {"a": {"torch": "2.10", "toolkit_commit": "1111111"},
                                 "b": {"torch": "2.11", "toolkit_commit": "2222222"}}
+
+
+# ------------------------------------------------------------------------------- timing
+def test_a_round_runs_enough_calls_to_last_round_ms() -> None:
+    assert suite.calls_per_round(0.4, 10, 25.0) == 63  # a decode step
+    assert suite.calls_per_round(2.0, 10, 25.0) == 13
+    assert suite.calls_per_round(5.0, 10, 25.0) == 10  # never fewer than asked
+    assert suite.calls_per_round(0.0, 10, 25.0) == 10
+    assert suite.calls_per_round(0.4, 10, 0.0) == 10
+
+
+def test_time_calls_measures_its_rounds_with_the_calls_a_probe_asks_for() -> None:
+    """A fake CUDA clock: every call takes 0.5 ms of device time."""
+    clock = {"ms": 0.0, "calls": 0}
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            self.at = 0.0
+
+        def record(self) -> None:
+            self.at = clock["ms"]
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: Any) -> float:
+            return end.at - self.at
+
+    def call() -> None:
+        clock["ms"] += 0.5
+        clock["calls"] += 1
+
+    torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Event=Event, synchronize=lambda: None),
+        compiler=types.SimpleNamespace(cudagraph_mark_step_begin=lambda: None))
+    times = suite.time_calls(torch, call, rounds=3, calls=10, round_ms=25.0)
+    assert times == [pytest.approx(0.5)] * 3
+    # 3 warm-up calls, a probe round of 10, then 3 rounds of 50 (25 ms / 0.5 ms)
+    assert clock["calls"] == 3 + 10 + 3 * 50
