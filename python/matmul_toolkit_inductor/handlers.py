@@ -5,8 +5,8 @@ lowering makes one from `config.inductor_choices_class` and keeps it. A thread t
 before the install keeps its old handler: the autograd engine's thread, which compiles a
 training step's backward graph, would go on with Inductor's own choices. So besides the
 config and the calling thread's handler, V's `choices` property is wrapped while installed:
-a thread whose handler is Inductor's default, or one of a class installed here and undone
-since, gets one of the installed class (made once per thread).
+a thread whose handler is Inductor's default, or of a class installed here before (still
+installed or undone since), gets one of the latest installed class (made once per thread).
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ def install_choices_class(cls: type) -> Callable[[], None]:
         per_thread = threading.local()
 
         def replaceable(handler: Any) -> bool:
+            # Inductor's default, or one of ours (an outer install, or one undone since): the
+            # latest install decides. A handler a user set on purpose stays.
             kind = type(handler)
-            return kind in defaults or (getattr(kind, "mmt_installed", None) is False)
+            return kind in defaults or hasattr(kind, "mmt_installed")
 
         def choices(self: Any) -> Any:
             handler = getter(self)

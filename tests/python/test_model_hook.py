@@ -226,18 +226,18 @@ def test_a_thread_that_compiled_before_use_model_gets_the_model_too(fake_torch: 
     def autograd_thread() -> None:
         answers.append(type(V.choices).__name__)  # its first lowering: Inductor's own handler
         steps[0].set()
-        steps[1].wait()
+        steps[1].wait(10)
         answers.append(V.choices.lookup_template_configs(linear(64, 64, 64), "mm", ["aten::mm", "triton::mm"]))
         steps[2].set()
-        steps[3].wait()
+        steps[3].wait(10)
         answers.append(type(V.choices).__name__)
 
-    thread = threading.Thread(target=autograd_thread)
+    thread = threading.Thread(target=autograd_thread, daemon=True)
     thread.start()
-    steps[0].wait()
+    steps[0].wait(10)
     hook = model_hook.use_model()
     steps[1].set()
-    steps[2].wait()
+    steps[2].wait(10)
     hook.uninstall()
     steps[3].set()
     thread.join()
