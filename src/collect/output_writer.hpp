@@ -57,6 +57,10 @@ public:
                                                           "); move it away to start afresh");
             }
             check_same_measurement(file);
+            // A run killed while saving this file's sidecar left its temporary file, and a
+            // finished chunk is not written again.
+            core::remove_stale_temp_files(file);
+            core::remove_stale_temp_files(core::meta_sidecar_path(file));
             last_file_problems = data.num_problems();
             all.merge(data);
             m_files.push_back(file);
@@ -93,8 +97,11 @@ public:
     void save() {
         if (m_output.empty() || !m_dirty) return;
         const auto start = Clock::now();
-        m_current->save_to_file(m_path, m_layout);
+        // The sidecar first: a run killed between the two writes leaves the dataset as it
+        // was, and the problems it lacks are measured again; never a dataset whose newest
+        // problems have no record in the sidecar.
         core::save_meta_sidecar(m_path, m_meta);
+        m_current->save_to_file(m_path, m_layout);
         if (std::find(m_files.begin(), m_files.end(), m_path) == m_files.end()) m_files.push_back(m_path);
         m_dirty = false;
         m_save_seconds += std::chrono::duration<double>(Clock::now() - start).count();

@@ -682,11 +682,9 @@ FileKind convert_file(const fs::path& input, const fs::path& output,
     return kind;
 }
 
-namespace {
-
-// Removes "<path>.tmp<pid>_<n>" files whose writer is gone: a process killed mid-write
-// (SIGKILL, power loss) leaves its temporary file, and the next writer of the same path
-// is the one that knows it is garbage. Files of live writers are left alone.
+// A process killed mid-write (SIGKILL, power loss) leaves its temporary file, and the next
+// writer of the same path is the one that knows it is garbage. Files of live writers are
+// left alone.
 void remove_stale_temp_files(const fs::path& path) {
     const std::string prefix = path.filename().string() + ".tmp";
     std::error_code ec;
@@ -705,8 +703,6 @@ void remove_stale_temp_files(const fs::path& path) {
         }
     }
 }
-
-}  // namespace
 
 void check_not_read_only(const fs::path& path) {
     // The rename would replace a read-only file (it needs only the directory's permission,

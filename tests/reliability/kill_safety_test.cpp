@@ -13,6 +13,7 @@
 
 #include "child_process.hpp"
 #include "matmul_toolkit/core/dataset_io.hpp"
+#include "matmul_toolkit/core/meta_sidecar.hpp"
 #include "matmul_toolkit/model/predictor.hpp"
 
 namespace mmt::testing {
@@ -51,10 +52,34 @@ std::map<std::string, int> problem_counts(const fs::path& dir, const std::string
     return counts;
 }
 
-std::size_t temp_files(const fs::path& dir) {
-    std::size_t n = 0;
-    for (const auto& entry : fs::directory_iterator(dir)) n += is_temp_file(entry.path());
-    return n;
+// Problems of the dataset files in `dir` whose file's sidecar has no record of them, as
+// "file: key" lines ("" when every one is recorded).
+std::string problems_without_meta(const fs::path& dir, const std::string& stem) {
+    std::string missing;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const auto name = entry.path().filename().string();
+        if (name.rfind(stem, 0) != 0 || entry.path().extension() != ".json" || is_temp_file(entry.path()) ||
+            name.find(".meta.json") != std::string::npos)
+            continue;
+        const auto meta = core::load_meta_sidecar(entry.path());
+        const auto& recorded = meta.contains("problems") ? meta["problems"] : core::OrderedJson::object();
+        const auto dataset = core::load_dataset(entry.path());
+        for (const auto& hw : dataset.hardware())
+            for (const auto& op : hw.operations)
+                for (const auto& p : op.problems) {
+                    const auto key = core::meta_problem_key(hw.name, op.name, p.shape);
+                    if (!recorded.contains(key)) missing += name + ": " + key + "\n";
+                }
+    }
+    return missing;
+}
+
+// The temporary files in `dir`, by name ("" when none), for the failure message.
+std::string temp_files(const fs::path& dir) {
+    std::string names;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (is_temp_file(entry.path())) names += (names.empty() ? "" : " ") + entry.path().filename().string();
+    return names;
 }
 
 class KillSafety : public ::testing::Test {
@@ -120,7 +145,8 @@ TEST_F(KillSafety, CollectKilledAtRandomMomentsResumesToTheUninterruptedProblemS
 
     ASSERT_EQ(run_child(args("data.json"), m_dir / "log_final"), 0) << Child::slurp_file(m_dir / "log_final/stderr.txt");
     EXPECT_EQ(problem_counts(m_dir, "data"), full);
-    EXPECT_EQ(temp_files(m_dir), 0u) << "temporary files of killed runs were left behind";
+    EXPECT_EQ(temp_files(m_dir), "") << "temporary files of killed runs were left behind";
+    EXPECT_EQ(problems_without_meta(m_dir, "data"), "") << "problems the sidecars do not record";
 }
 
 TEST_F(KillSafety, TrainKilledAtRandomMomentsNeverLeavesABrokenModelAndReruns) {
@@ -168,8 +194,8 @@ TEST_F(KillSafety, TrainKilledAtRandomMomentsNeverLeavesABrokenModelAndReruns) {
 
     ASSERT_EQ(run_child(args("m.pt", "logs"), m_dir / "log_final"), 0) << Child::slurp_file(m_dir / "log_final/stderr.txt");
     EXPECT_EQ(Child::slurp_file(m_dir / "m.pt"), ref_model);
-    EXPECT_EQ(temp_files(m_dir), 0u);
-    EXPECT_EQ(temp_files(m_dir / "logs"), 0u);
+    EXPECT_EQ(temp_files(m_dir), "");
+    EXPECT_EQ(temp_files(m_dir / "logs"), "");
 }
 
 }  // namespace

@@ -104,6 +104,11 @@ FileKind convert_file(const std::filesystem::path& input, const std::filesystem:
 /// reader never sees a half-written file. Throws InputError naming the path on failure.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
 
+/// Removes the temporary files that writers of `path` killed mid-write left beside it
+/// ("<path>.tmp<pid>_<n>" of processes gone). write_file_atomically calls it; a run that
+/// resumes from files it will not write again (a finished chunk, its sidecar) calls it too.
+void remove_stale_temp_files(const std::filesystem::path& path);
+
 /// Throws InputError ("<path>: is read-only; not overwriting it") when `path` exists and is
 /// read-only: write_file_atomically refuses it, and long work checks it before it starts.
 void check_not_read_only(const std::filesystem::path& path);
