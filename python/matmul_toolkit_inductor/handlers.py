@@ -1,22 +1,46 @@
-"""Installing a choices class into Inductor for every thread that compiles.
+"""Installing into Inductor: a choices class for every thread that compiles, and config
+settings, as layers that undo in any order.
 
 Inductor (torch 2.11) keeps one choices handler per thread (`V.choices`): a thread's first
 lowering makes one from `config.inductor_choices_class` and keeps it. A thread that lowered
-before the install keeps its old handler: the autograd engine's thread, which compiles a
-training step's backward graph, would go on with Inductor's own choices. So besides the
-config and the calling thread's handler, V's `choices` property is wrapped while installed:
-a thread whose handler is Inductor's default, or of a class installed here before (still
-installed or undone since), gets one of the latest installed class (made once per thread).
+before an install keeps its old handler: the autograd engine's thread, which compiles a
+training step's backward graph, would go on with Inductor's own choices. So while any layer
+with a choices class is installed, V's `choices` property is wrapped: a thread whose handler
+is Inductor's default, or of a class installed here (still installed or undone since), gets
+one of the newest installed class (made once per thread and class). A handler a user set on
+purpose stays.
+
+Each layer may also set config attributes. The newest layer that sets an attribute decides
+its value; once no layer sets it, it goes back to what it was before the first. So
+`a = use_model(); b = use_table(...); a.uninstall()` leaves b in force, and undoing b then
+leaves Inductor as it was.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+# A config attribute a layer sets: (object, attribute, new value from the value before any layer).
+Setting = tuple[Any, str, Callable[[Any], Any]]
 
 
-def install_choices_class(cls: type) -> Callable[[], None]:
-    """Makes every thread's Inductor lowering use a `cls()` handler; returns the undo."""
+@dataclass(eq=False)
+class _Layer:
+    choices_class: Optional[type]
+    settings: list[Setting] = field(default_factory=list)
+    handler: Any = None              # the handler it set in the installing thread
+    previous_handler: Any = None     # and the one that thread had before
+
+
+_lock = threading.RLock()
+_layers: list[_Layer] = []           # oldest first
+_originals: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(obj), attr) -> (obj, attr, value before)
+_property: dict[str, Any] = {}       # the wrapped property's owner and original, while wrapped
+
+
+def _inductor() -> tuple[Any, Any, tuple[type, ...]]:
     from torch._inductor import config as inductor_config
     from torch._inductor.virtualized import V
 
@@ -25,45 +49,103 @@ def install_choices_class(cls: type) -> Callable[[], None]:
         defaults: tuple[type, ...] = (InductorChoices,)
     except ImportError:
         defaults = ()
-    undo: list[Callable[[], None]] = []
-    previous_class = getattr(inductor_config, "inductor_choices_class", None)
-    previous_handler = getattr(V, "choices", None)
-    inductor_config.inductor_choices_class = cls
-    V.set_choices_handler(cls())
-    if previous_handler is not None:
-        undo.append(lambda: V.set_choices_handler(previous_handler))
-    elif defaults:
-        undo.append(lambda: V.set_choices_handler(defaults[0]()))
-    undo.append(lambda: setattr(inductor_config, "inductor_choices_class", previous_class))
+    return inductor_config, V, defaults
 
+
+def _newest_class() -> Optional[type]:
+    return next((layer.choices_class for layer in reversed(_layers) if layer.choices_class is not None), None)
+
+
+def _apply_settings() -> None:
+    for key, (obj, attr, before) in list(_originals.items()):
+        value = before
+        for layer in _layers:
+            for o, a, make in layer.settings:
+                if o is obj and a == attr:
+                    value = make(before)
+        setattr(obj, attr, value)
+        if not any(o is obj and a == attr for layer in _layers for o, a, _ in layer.settings):
+            del _originals[key]
+
+
+def _wrap_choices_property(V: Any, defaults: tuple[type, ...]) -> None:
     owner = type(V)
     original = owner.__dict__.get("choices")
-    if isinstance(original, property) and original.fget is not None:
-        getter = original.fget
-        per_thread = threading.local()
+    if _property or not isinstance(original, property) or original.fget is None:
+        return  # wrapped already, or a V without the property: config.inductor_choices_class only
+    getter = original.fget
+    per_thread = threading.local()
 
-        def replaceable(handler: Any) -> bool:
-            # Inductor's default, or one of ours (an outer install, or one undone since): the
-            # latest install decides. A handler a user set on purpose stays.
-            kind = type(handler)
-            return kind in defaults or hasattr(kind, "mmt_installed")
+    def choices(self: Any) -> Any:
+        handler = getter(self)
+        newest = _newest_class()
+        kind = type(handler)
+        if newest is None or isinstance(handler, newest) or not (kind in defaults or hasattr(kind, "mmt_installed")):
+            return handler
+        made: dict[type, Any] = per_thread.__dict__.setdefault("made", {})
+        if newest not in made:
+            made[newest] = newest()
+        return made[newest]
 
-        def choices(self: Any) -> Any:
-            handler = getter(self)
-            if isinstance(handler, cls) or not replaceable(handler):
-                return handler
-            mine = getattr(per_thread, "handler", None)
-            if mine is None:
-                mine = per_thread.handler = cls()
-            return mine
+    setattr(owner, "choices", property(choices))
+    _property.update(owner=owner, original=original)
 
-        setattr(owner, "choices", property(choices))
-        undo.append(lambda: setattr(owner, "choices", original))
-    cls.mmt_installed = True  # type: ignore[attr-defined]
-    undo.append(lambda: setattr(cls, "mmt_installed", False))
 
-    def uninstall() -> None:
-        while undo:
-            undo.pop()()
+def _raw_handler(V: Any) -> Any:
+    """This thread's handler as Inductor keeps it (not the wrapper's answer)."""
+    if _property:
+        return _property["original"].fget(V)
+    return getattr(V, "choices", None)
 
-    return uninstall
+
+def _unwrap_choices_property() -> None:
+    if _property:
+        setattr(_property["owner"], "choices", _property["original"])
+        _property.clear()
+
+
+def install_layer(choices_class: Optional[type] = None, settings: Optional[list[Setting]] = None) -> Callable[[], None]:
+    """Installs `choices_class` for every thread (None: no choices class) and `settings`;
+    returns the undo, which may run in any order with other layers' and more than once."""
+    inductor_config, V, defaults = _inductor()
+    layer = _Layer(choices_class, list(settings or []))
+    with _lock:
+        for obj, attr, _ in layer.settings:
+            _originals.setdefault((id(obj), attr), (obj, attr, getattr(obj, attr, None)))
+        if choices_class is not None:
+            key = (id(inductor_config), "inductor_choices_class")
+            _originals.setdefault(key, (inductor_config, "inductor_choices_class",
+                                        getattr(inductor_config, "inductor_choices_class", None)))
+            layer.settings.append((inductor_config, "inductor_choices_class", lambda _: choices_class))
+            choices_class.mmt_installed = True  # type: ignore[attr-defined]
+            layer.previous_handler = getattr(V, "choices", None)
+            layer.handler = choices_class()
+            V.set_choices_handler(layer.handler)
+            _wrap_choices_property(V, defaults)
+        _layers.append(layer)
+        _apply_settings()
+
+    def undo() -> None:
+        with _lock:
+            if layer not in _layers:
+                return
+            mine = choices_class is not None and _raw_handler(V) is layer.handler
+            _layers.remove(layer)
+            _apply_settings()
+            if choices_class is None:
+                return
+            choices_class.mmt_installed = False  # type: ignore[attr-defined]
+            if _newest_class() is None:
+                _unwrap_choices_property()
+            if mine:
+                # The installing thread gets back what it had, unless that was one of ours
+                # undone since: then Inductor's default (the wrapper, while a layer is
+                # left, swaps it for the newest's).
+                previous = layer.previous_handler
+                if previous is None or getattr(type(previous), "mmt_installed", True) is False:
+                    previous = defaults[0]() if defaults else None
+                if previous is not None:
+                    V.set_choices_handler(previous)
+
+    return undo
+

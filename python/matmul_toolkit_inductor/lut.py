@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Union
 
 from .dataset import PathLike
-from .handlers import install_choices_class
+from .handlers import install_layer
 
 LookupTable = dict[str, list[dict[str, Any]]]
 
@@ -102,17 +102,15 @@ def install_table(table: LookupTable, precompile_hits: bool = False) -> None:
     from torch._inductor.lookup_table import LookupTableChoices
     from torch._inductor.select_algorithm import AlgorithmSelectorCache
 
-    previous_table = inductor_config.lookup_table.table
-    inductor_config.lookup_table.table = table
+    skip_precompile_of_hits(AlgorithmSelectorCache)
+    _PREVIOUS.append(install_layer(hit_noting_choices(LookupTableChoices),
+                                   [(inductor_config.lookup_table, "table", lambda _: table)]))
     TABLE_HITS.skip_precompile = not precompile_hits
     TABLE_HITS.op = None
-    skip_precompile_of_hits(AlgorithmSelectorCache)
-    _PREVIOUS.append((previous_table, install_choices_class(hit_noting_choices(LookupTableChoices))))
 
 
-# What install_table replaced (the table) and how to undo its choices handler, so that
-# uninstall_table can put them back.
-_PREVIOUS: list[tuple[Any, Callable[[], None]]] = []
+# The undo of each install_table, so that uninstall_table can put back what it replaced.
+_PREVIOUS: list[Callable[[], None]] = []
 
 
 def uninstall_table() -> None:
@@ -120,11 +118,7 @@ def uninstall_table() -> None:
     none is installed)."""
     if not _PREVIOUS:
         return
-    from torch._inductor import config as inductor_config
-
-    table, undo_handler = _PREVIOUS.pop()
-    inductor_config.lookup_table.table = table
-    undo_handler()
+    _PREVIOUS.pop()()
     TABLE_HITS.skip_precompile = False
     TABLE_HITS.op = None
 

@@ -14,11 +14,13 @@ hit. Per GEMM that is ATen alone, one Triton config (compiled, never benchmarked
 entries with ATen that Inductor benchmarks, as the policy decides.
 - Ops: mm, addmm (its ATen choice as aten::bias_addmm where the policy says so), bmm,
   baddbmm (ranked as the bmm it is), int_mm (an int8 mm), in every layout.
-- What the model does not rank (other ops such as grouped or scaled mm, dtypes it has no rows
-  for) runs its ATen choice alone, as default torch.compile runs it, and so do convolutions
-  (config.max_autotune_conv_backends = "ATEN" while installed): max_autotune_gemm is on for
-  the model's picks, not to autotune the rest. `unranked="inductor"` leaves those to
-  Inductor's own autotuning.
+- What the model does not rank runs its ATen choices alone, as default torch.compile runs
+  it: max_autotune_gemm is on for the model's picks, not to autotune the rest. A GEMM of the
+  ops above whose dtypes the model has no rows for gets the lookup's ATen entries; another
+  autotuning with ATen choices (grouped mm, mm_plus_mm, scaled mm: Inductor builds their
+  choices without asking the handler) keeps only those, through a wrapper of
+  AlgorithmSelectorCache.__call__; convolutions keep ATen by config.max_autotune_conv_backends
+  = "ATEN". `unranked="inductor"` leaves all of them to Inductor's own autotuning.
 - Symbolic sizes are ranked at Inductor's size hints, the example inputs' sizes.
 - The Triton templates are offered only with `max_autotune_gemm` (or mode max-autotune). Without
   them the hook finds no kernel to pick, and Inductor's own choices (ATen) stay.
@@ -36,6 +38,7 @@ choices for that GEMM and warns once. What cannot work is refused at use_model()
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -43,9 +46,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .choices import dtype_name, operand_layout
+from .choices import choice_info, dtype_name, operand_layout
 from .dataset import KNOWN_DTYPES, op_key
-from .handlers import install_choices_class
+from .handlers import Setting, install_layer
 from .rank_library import RankLibraryError, RankModel
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,8 @@ GEMM_OPS = {"mm": "mm", "addmm": "addmm", "bmm": "bmm", "baddbmm": "bmm", "int_m
 ATEN_UIDS = {"baddbmm": {"aten::bmm": "aten::baddbmm"}, "int_mm": {"aten::mm": "aten::_int_mm"}}
 # What a GEMM the model does not rank gets: its ATen choice alone, or Inductor's own choices.
 UNRANKED = ("aten", "inductor")
+# The hooks installed, oldest first: the newest decides what an unranked autotuning keeps.
+_INSTALLED: list[ModelHook] = []
 
 
 class ModelHookError(ValueError):
@@ -191,6 +196,20 @@ class ModelHook:
                             [{"template_id": uid} for uid in aten], why=why))
         return {uid: [{}] for uid in aten}
 
+    def keep_aten(self, name: str, choices: list[Any]) -> list[Any]:
+        """The choices of an autotuning called `name` that the hook does not decide: only the
+        extern (ATen) ones where it has both kinds (unranked="aten"); else all of them."""
+        if self.unranked != "aten" or name in GEMM_OPS:
+            return choices
+        extern = [c for c in choices if choice_info(c).get("backend") == "extern"
+                  or type(c).__name__ == "ExternKernelCaller"]
+        if not extern or len(extern) == len(choices):
+            return choices
+        self._note(Decision(name, f"{len(choices)} choices", "unranked",
+                            [{"template_id": str(getattr(c, "name", "extern"))} for c in extern],
+                            why="an autotuning the model does not decide"))
+        return extern
+
     def _decide(self, key: str, shape: dict[str, Any]) -> dict[str, Any]:
         request: dict[str, Any] = {"op": key, "shape": shape, "search_space": self.search_space}
         if self.policy:
@@ -260,23 +279,48 @@ def model_choices_class(base: type, hook: ModelHook) -> type:
     return ModelChoices
 
 
+def aten_only_for_unranked(selector: type) -> None:
+    """Wraps `selector.__call__` (Inductor's AlgorithmSelectorCache, what every autotuning
+    goes through) once: while a hook is installed, the newest one's keep_aten filters the
+    choices of an autotuning the hook does not decide. Any error keeps them all."""
+    original = selector.__call__
+    if getattr(original, "keeps_aten_for_unranked", False):
+        return
+
+    @functools.wraps(original)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hook = _INSTALLED[-1] if _INSTALLED else None
+        if hook is not None:
+            try:
+                if len(args) >= 2:
+                    args = (args[0], hook.keep_aten(str(args[0]), list(args[1])), *args[2:])
+                elif "name" in kwargs and "choices" in kwargs:
+                    kwargs["choices"] = hook.keep_aten(str(kwargs["name"]), list(kwargs["choices"]))
+            except Exception as e:  # a user's compile must never fail here
+                hook._fallback_warning(str(args[0]) if args else "?", e)
+        return original(self, *args, **kwargs)
+
+    __call__.keeps_aten_for_unranked = True  # type: ignore[attr-defined]
+    setattr(selector, "__call__", __call__)
+
+
 def install(hook: ModelHook) -> None:
     """Makes Inductor ask `hook` in every thread, keeps convolutions on ATen (unless
     unranked="inductor"), tags the compile cache."""
     import torch
     from torch._inductor import config as inductor_config
     from torch._inductor.lookup_table.choices import LookupTableChoices
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
 
-    hook._undo.append(install_choices_class(model_choices_class(LookupTableChoices, hook)))
-    if hook.unranked == "aten" and hasattr(inductor_config, "max_autotune_conv_backends"):
-        previous_backends = inductor_config.max_autotune_conv_backends
-        inductor_config.max_autotune_conv_backends = "ATEN"
-        hook._undo.append(lambda: setattr(inductor_config, "max_autotune_conv_backends", previous_backends))
-    compiler_config = torch.compiler.config
-    previous_tag = compiler_config.cache_key_tag
     digest = str(hook.model.info().get("sha256", ""))[:16]
-    compiler_config.cache_key_tag = f"{previous_tag}+mmt-{digest}" if previous_tag else f"mmt-{digest}"
-    hook._undo.append(lambda: setattr(compiler_config, "cache_key_tag", previous_tag))
+    settings: list[Setting] = [(torch.compiler.config, "cache_key_tag",
+                                lambda before: f"{before}+mmt-{digest}" if before else f"mmt-{digest}")]
+    if hook.unranked == "aten" and hasattr(inductor_config, "max_autotune_conv_backends"):
+        settings.append((inductor_config, "max_autotune_conv_backends", lambda _: "ATEN"))
+    hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings))
+    aten_only_for_unranked(AlgorithmSelectorCache)
+    _INSTALLED.append(hook)
+    hook._undo.append(lambda: _INSTALLED.remove(hook) if hook in _INSTALLED else None)
     hook.installed = True
 
 

@@ -1,4 +1,4 @@
-"""install_choices_class against a fake Inductor whose V keeps one handler per thread, made
+"""install_layer against a fake Inductor whose V keeps one handler per thread, made
 on a thread's first use, as torch 2.11's virtualized._choices_default does."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from matmul_toolkit_inductor.handlers import install_choices_class
+from matmul_toolkit_inductor.handlers import install_layer
 
 
 class InductorChoices:
@@ -79,7 +79,7 @@ def test_every_thread_gets_the_installed_class_and_back(fake_v: tuple[Any, Any])
     other = OtherThread(V)
     assert other.first == "InductorChoices"
     Model = installed_class("Model")
-    undo: Callable[[], None] = install_choices_class(Model)
+    undo: Callable[[], None] = install_layer(Model)
     assert type(V.choices) is Model and config.inductor_choices_class is Model
     assert other.ask() == "Model"
     undo()
@@ -92,9 +92,9 @@ def test_the_latest_install_decides_and_undoing_it_gives_the_outer_back(fake_v: 
     V, config = fake_v
     other = OtherThread(V)
     Model, Table = installed_class("Model"), installed_class("Table")
-    undo_model = install_choices_class(Model)
+    undo_model = install_layer(Model)
     assert other.ask() == "Model"
-    undo_table = install_choices_class(Table)
+    undo_table = install_layer(Table)
     assert type(V.choices) is Table and other.ask() == "Table"
     undo_table()
     assert type(V.choices) is Model and other.ask() == "Model"
@@ -118,8 +118,39 @@ def test_a_handler_set_on_purpose_stays(fake_v: tuple[Any, Any]) -> None:
     thread = threading.Thread(target=user_thread, daemon=True)
     thread.start()
     ready.wait(10)
-    undo = install_choices_class(installed_class("Model"))
+    undo = install_layer(installed_class("Model"))
     go.set()
     thread.join()
     undo()
     assert seen == [mine]
+
+
+def test_layers_undone_out_of_order_leave_the_newest_then_nothing(fake_v: tuple[Any, Any]) -> None:
+    V, config = fake_v
+    other = OtherThread(V)
+    settings = types.SimpleNamespace(tag="user", backends="ATEN,TRITON")
+    unwrapped = type(V).__dict__["choices"]
+    Model, Table = installed_class("Model"), installed_class("Table")
+    undo_model = install_layer(Model, [(settings, "tag", lambda before: before + "+model"),
+                                       (settings, "backends", lambda _: "ATEN")])
+    undo_table = install_layer(Table, [(settings, "tag", lambda before: before + "+table")])
+    assert (settings.tag, settings.backends) == ("user+table", "ATEN")
+    undo_model()  # the older one first
+    assert (settings.tag, settings.backends) == ("user+table", "ATEN,TRITON")
+    assert config.inductor_choices_class is Table and type(V.choices) is Table and other.ask() == "Table"
+    undo_model()  # twice: nothing more happens
+    assert settings.tag == "user+table"
+    undo_table()
+    assert (settings.tag, settings.backends) == ("user", "ATEN,TRITON") and config.inductor_choices_class is None
+    assert type(V.choices) is InductorChoices and other.ask() == "InductorChoices"
+    assert type(V).__dict__["choices"] is unwrapped  # Inductor's property is back
+    other.join()
+
+
+def test_settings_alone_need_no_choices_class(fake_v: tuple[Any, Any]) -> None:
+    V, config = fake_v
+    table = types.SimpleNamespace(table=None)
+    undo = install_layer(None, [(table, "table", lambda _: {"key": []})])
+    assert table.table == {"key": []} and type(V.choices) is InductorChoices
+    undo()
+    assert table.table is None

@@ -176,7 +176,15 @@ def fake_inductor(monkeypatch: pytest.MonkeyPatch) -> Any:
     class InductorChoices:
         pass
 
-    V = types.SimpleNamespace(choices="the user's handler", set_choices_handler=handlers.append)
+    class FakeV:  # one handler (this test's thread); starts with the user's
+        @property
+        def choices(self) -> Any:
+            return handlers[-1] if handlers else "the user's handler"
+
+        def set_choices_handler(self, handler: Any) -> None:
+            handlers.append(handler)
+
+    V = FakeV()
     modules = {
         "torch": types.ModuleType("torch"), "torch._inductor": types.ModuleType("torch._inductor"),
         "torch._inductor.config": config,

@@ -177,6 +177,10 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
         def lookup_template_configs(self, *args: Any) -> dict[str, Any]:
             return {"inductor's": "table lookup"}
 
+    class AlgorithmSelectorCache:  # what autotuning is handed: the choices it times
+        def __call__(self, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
+            return [c.name for c in choices]
+
     torch = types.ModuleType("torch")
     torch.cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda: "NVIDIA H200")  # type: ignore[attr-defined]
     torch.compiler = types.SimpleNamespace(config=types.SimpleNamespace(cache_key_tag="user"))  # type: ignore[attr-defined]
@@ -185,6 +189,7 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
                "torch._inductor.lookup_table": types.ModuleType("torch._inductor.lookup_table"),
                "torch._inductor.lookup_table.choices": types.SimpleNamespace(LookupTableChoices=LookupTableChoices),
                "torch._inductor.choices": types.SimpleNamespace(InductorChoices=InductorChoices),
+               "torch._inductor.select_algorithm": types.SimpleNamespace(AlgorithmSelectorCache=AlgorithmSelectorCache),
                "torch._inductor.virtualized": types.SimpleNamespace(V=FakeV())}
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
@@ -288,3 +293,30 @@ def test_a_model_or_policy_that_cannot_work_is_refused_at_use_model(fake_torch: 
     with pytest.raises(ModelHookError, match="unknown policy 'fast'"):
         model_hook.use_model(policy="fast")
     assert fake_torch[1].inductor_choices_class is None
+
+
+class Choice:
+    def __init__(self, name: str, backend: str) -> None:
+        self.name, self.backend = name, backend
+
+    def info_dict(self) -> dict[str, str]:
+        return {"backend": self.backend}
+
+
+def test_an_autotuning_the_hook_does_not_decide_keeps_its_aten_choices(fake_torch: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inductor builds grouped mm's choices itself and hands them to AlgorithmSelectorCache."""
+    select = sys.modules["torch._inductor.select_algorithm"].AlgorithmSelectorCache()
+    grouped = [Choice("_grouped_mm", "extern"), Choice("triton_grouped_mm_0", "Triton"),
+               Choice("triton_grouped_mm_1", "Triton")]
+    only_triton = [Choice("triton_flex_attention_0", "Triton")]
+    mm = [Choice("mm", "extern"), Choice("triton_mm_0", "Triton")]
+    opened(monkeypatch, FakeModel({}))
+    with model_hook.use_model() as hook:
+        assert select("grouped_mm", grouped, [], None) == ["_grouped_mm"]
+        assert select("flex_attention", only_triton, [], None) == ["triton_flex_attention_0"]  # no ATen: all
+        assert select("mm", mm, [], None) == ["mm", "triton_mm_0"]  # the hook decided it already
+        assert "grouped_mm 3 choices: unranked: _grouped_mm alone" in hook.explain()
+    assert select("grouped_mm", grouped, [], None) == ["_grouped_mm", "triton_grouped_mm_0", "triton_grouped_mm_1"]
+    with model_hook.use_model(unranked="inductor"):
+        assert len(select("grouped_mm", grouped, [], None)) == 3
