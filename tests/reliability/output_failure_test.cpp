@@ -122,7 +122,8 @@ TEST_F(OutputFailure, AFullDiskIsAnErrorAndTheExistingOutputsStayWhole) {
     limits.max_file_bytes = 2048;  // below every output's size, above the logs' size
     expect_refused(train(m_out / "m.pt", m_out / "logs"), "m.pt: cannot write", limits, "train");
     expect_refused(convert(m_out), "cannot write", limits, "convert");
-    expect_refused(collect(m_out / "fresh.json"), "fresh.json: cannot write", limits, "collect");
+    // collect saves a file's sidecar first (kill-safety), so that is the write that fails.
+    expect_refused(collect(m_out / "fresh.json"), "fresh.json.meta.json: cannot write", limits, "collect");
 }
 
 TEST_F(OutputFailure, AReadOnlyExistingOutputIsNotReplaced) {
