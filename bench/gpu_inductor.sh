@@ -350,11 +350,13 @@ step_e2e_transformer() {
 # the suite's), none started after STEP_SECONDS minus 90 s, so each call ends inside its 10
 # minutes; the results, the suite's GEMMs (data/shapesets/model_suite.json) and the logs come
 # back under $out. Copy the two files into the work tree before the next call to go on.
+# MODELS_FRESH=1 measures the asked workloads again, results or not (after a change).
 step_models() {
   local budget=$((step_seconds > 180 ? step_seconds - 90 : 90))
   # shellcheck disable=SC2086 # the lists are lists of words
   timeout -s TERM "$step_seconds" python3 bench/models/suite.py --mmt "$cli" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \
+    ${MODELS_FRESH:+--fresh} \
     --budget "$budget" --workload-timeout "$step_seconds" --out "$out/models" >"$out/models.txt" 2>"$out/models.log" ||
     status=1
   tail -40 "$out/models.txt"
