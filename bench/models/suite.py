@@ -8,9 +8,12 @@ Inductor, transformers and torchvision.)
 
 Workloads (workloads.py): real transformers / torchvision models built from their configs
 with random weights, in inference (prefill and decode shapes, bf16 and fp16) and one
-training step. Every workload runs in a process of its own, all its variants one after the
-other in that process, each compiled from scratch (torch._dynamo.reset, fresh Inductor and
-Triton caches) after one untimed warm-up compile that starts Inductor's compile workers:
+training step. Every workload runs in a process of its own. It starts one process per
+variant (spawned: CUDA, Dynamo and the caches of its own), one after the other; each builds
+the model, compiles it from scratch (fresh Inductor and Triton caches) after one untimed
+warm-up compile that starts Inductor's compile workers, and keeps it. Then the variants are
+timed in rounds that take turns, so that the GPU's drift (clocks, temperature) falls on all
+of them alike:
   default            torch.compile, CUDA graphs (triton.cudagraphs): cuBLAS for every GEMM
   max_autotune       mode="max-autotune" (GEMM autotuning, coordinate descent, CUDA graphs)
   max_autotune_gemm  GEMM autotuning only (max_autotune_gemm), CUDA graphs
@@ -30,17 +33,20 @@ flush), +gated (Inductor's autotuning timed without the host's launch: timing.Ga
 +biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
 +flexible (max_autotune_allow_flexible_layouts).
 
-Per variant: compile time = wall time of the first call; runtime = median over --rounds
-rounds of back-to-back calls (CUDA events around each round,
-torch.compiler.cudagraph_mark_step_begin before each call) after 3 warm-up calls, each round
-at least --calls calls and --round-ms long (a decode step of 0.4 ms runs 63 calls a round:
-rounds of ten, 4 ms each, spread by 25 %); the first call's output (inference: logits or
-last hidden state; training: the loss) against eager's, relative L2 error under the
-workload's tolerance (3e-2; 1e-1 for the mixture of experts, where default torch.compile
-itself is 5.7e-2 from eager; a larger one marks the variant failed). Then one profiled round (torch.profiler, --profile-calls calls): the
-in-graph report (ingraph.py): device time per category, and each GEMM's in-graph time beside
-Inductor's benchmark of the choice it kept (timed here with Inductor's benchmarker, L2 flushed,
-where Inductor benchmarked nothing).
+Per variant: compile time = wall time of the first call. Runtime = median over --rounds
+rounds of back-to-back calls, CUDA events around each round and
+torch.compiler.cudagraph_mark_step_begin before each call. Round r runs every variant once,
+in an order rotated by r; each round starts with one untimed call and lasts at least --calls
+calls and about --round-ms (a decode step of 0.4 ms runs 63 calls a round: rounds of ten,
+4 ms each, spread by 25 %). Correctness: the first call's output (inference: logits or last
+hidden state; training: the loss) against eager's, relative L2 error under the workload's
+tolerance (3e-2; 1e-1 for the mixture of experts, where default torch.compile itself is
+5.7e-2 from eager; a larger one marks the variant failed). Then, one variant at a time, one
+profiled round (torch.profiler, --profile-calls calls): the in-graph report (ingraph.py):
+device time per category, and each GEMM's in-graph time beside Inductor's benchmark of the
+choice it kept (timed here with Inductor's benchmarker, L2 flushed, where Inductor
+benchmarked nothing). "recompiled_while_timed" counts graphs Dynamo compiled after the first
+calls (none is expected).
 
 Results: --results (default bench/models/results_h200.json), rewritten after every workload:
 {"device", "torch", ..., "workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}}, and per
@@ -64,7 +70,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -243,7 +249,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--budget", type=float, default=0.0, help="seconds: start no workload after this (0: none)")
     p.add_argument("--workload-timeout", type=float, default=3000.0,
                    help="seconds one workload's process may take before it is stopped (default 3000)")
-    p.add_argument("--rounds", type=int, default=5, help="timed rounds per variant; median taken (default 5)")
+    p.add_argument("--rounds", type=int, default=10, help="timed rounds per variant; median taken (default 10)")
     p.add_argument("--calls", type=int, default=10, help="fewest calls per timed round (default 10)")
     p.add_argument("--round-ms", type=float, default=25.0,
                    help="more calls per round until a round lasts about this long (default 25 ms)")
@@ -418,13 +424,6 @@ def workload_line(name: str, results: dict[str, Any]) -> str:
 
 
 # -------------------------------------------------------------------------------- child
-@dataclass
-class Measured:
-    result: dict[str, Any]
-    recorder: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def environment(torch: Any) -> dict[str, Any]:
     import torchvision
     import transformers
@@ -438,6 +437,7 @@ def environment(torch: Any) -> dict[str, Any]:
             "cuda": torch.version.cuda, "transformers": transformers.__version__,
             "torchvision": torchvision.__version__, "python": sys.version.split()[0], "toolkit_commit": commit,
             "timing": "median of rounds of back-to-back calls between CUDA events, CUDA graphs (cudagraph trees), "
+                      "each variant in a process of its own, the variants' rounds taking turns; "
                       "compile = first call with fresh caches after a warm-up compile"}
 
 
@@ -452,29 +452,6 @@ def calls_per_round(per_call_ms: float, fewest: int, round_ms: float) -> int:
     if per_call_ms <= 0:
         return fewest
     return max(fewest, math.ceil(round_ms / per_call_ms))
-
-
-def time_calls(torch: Any, call: Callable[[], Any], rounds: int, calls: int, round_ms: float = 0.0) -> list[float]:
-    """Per-call milliseconds of each round; rounds of at least `calls` calls, more where a
-    round would be shorter than `round_ms` (an untimed warm-up, which records the CUDA graphs,
-    then one round of `calls` tells how long a call takes)."""
-
-    def timed(n: int) -> float:
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(n):
-            torch.compiler.cudagraph_mark_step_begin()
-            call()
-        end.record()
-        end.synchronize()
-        return float(start.elapsed_time(end)) / n
-
-    for _ in range(WARM_UP_CALLS):
-        torch.compiler.cudagraph_mark_step_begin()
-        call()
-    n = calls_per_round(timed(calls), calls, round_ms)
-    return [timed(n) for _ in range(rounds)]
 
 
 def profiled_kernels(torch: Any, call: Callable[[], Any], calls: int) -> list[tuple[str, float]]:
@@ -602,51 +579,63 @@ def dynamo_graphs(torch: Any) -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
-def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Variant, refs: dict[int, Any],
-                    tables: dict[Optional[str], str], aten_cache: dict[str, tuple[float, float]]) -> Measured:
-    from torch._inductor.utils import fresh_cache
+class VariantRun:
+    """One variant, in a process of its own: built, compiled and checked once, with its hook,
+    table and settings installed for the rest of the process (as a user keeps them), then
+    timed a round at a time when the workload's process asks."""
 
-    from matmul_toolkit_inductor import lut
-    from matmul_toolkit_inductor.recorder import GemmRecorder
+    def __init__(self, torch: Any, args: argparse.Namespace, w: W.Workload, v: Variant) -> None:
+        self.torch, self.args, self.w, self.v = torch, args, w, v
+        self.result: dict[str, Any] = {"ms": None, "compile_s": None, "compile_kwargs": json.dumps(v.compile_kwargs())}
+        self.stack = contextlib.ExitStack()
+        self.calls: dict[str, Callable[[], Any]] = {}  # sequence length -> one call
+        self.records: list[dict[str, Any]] = []
+        self.recorder: Any = None
+        self.graphs_compiled = 0
 
-    result: dict[str, Any] = {"ms": None, "compile_s": None, "compile_kwargs": json.dumps(v.compile_kwargs())}
-    measured = Measured(result)
-    torch._dynamo.reset()
-    instance = W.build(torch, w, seed=SEED)
-    table_ctx: Any = contextlib.nullcontext()
-    hook = None
-    if v.base == "ours":
-        from matmul_toolkit_inductor.model_hook import use_model
+    def compile(self, refs: dict[int, Any], tables: dict[Optional[str], str]) -> dict[str, Any]:
+        """Compiles the variant (the first call at each length) and checks its outputs."""
+        from torch._inductor.utils import fresh_cache
 
-        hook = use_model(args.model, policy=v.policy)
-        if not hook.installed:
-            raise RuntimeError("use_model did not install (another GPU than the model's)")
-        table_ctx = hook
-    if v.base == "table":
-        table_path = tables.get(v.policy)
-        if table_path is None:
-            raise RuntimeError(f"no table for policy {v.policy or 'default'} (the default variant records the GEMMs)")
-        result["table"] = os.path.relpath(table_path, args.out)
-        lut.TABLE_HITS.hits = lut.TABLE_HITS.misses = 0
-        lut.TABLE_HITS.missed = []
-        table_ctx = lut.using_table(table_path)
-    with fresh_cache(), table_ctx, suspect_settings(v):
-        recorder = GemmRecorder()
+        from matmul_toolkit_inductor import lut
+        from matmul_toolkit_inductor.recorder import GemmRecorder
+
+        torch, args, w, v, result = self.torch, self.args, self.w, self.v, self.result
+        instance = W.build(torch, w, seed=SEED)
+        hook = None
+        self.stack.enter_context(fresh_cache())
+        if v.base == "ours":
+            from matmul_toolkit_inductor.model_hook import use_model
+
+            hook = use_model(args.model, policy=v.policy)
+            if not hook.installed:
+                raise RuntimeError("use_model did not install (another GPU than the model's)")
+            self.stack.enter_context(hook)
+        if v.base == "table":
+            table_path = tables.get(v.policy)
+            if table_path is None:
+                raise RuntimeError(f"no table for policy {v.policy or 'default'} (the default variant records the GEMMs)")
+            result["table"] = os.path.relpath(table_path, args.out)
+            lut.TABLE_HITS.hits = lut.TABLE_HITS.misses = 0
+            lut.TABLE_HITS.missed = []
+            self.stack.enter_context(lut.using_table(table_path))
+        self.stack.enter_context(suspect_settings(v))
+        self.recorder = GemmRecorder()
         compiled = torch.compile(instance.module, dynamic=bool(w.lengths) or None, **v.compile_kwargs())
         graphs_before = dynamo_graphs(torch)
-        with recorder:
+        with self.recorder:
             start = time.perf_counter()
             out = instance.call(compiled)
             torch.cuda.synchronize()
             result["compile_s"] = time.perf_counter() - start
-        measured.recorder = recorder
         errors = [relative_error(torch, out, refs[w.seq])]
         del out
+        self.calls[str(w.seq)] = lambda: instance.call(compiled)
         # A dynamic workload: the other lengths must run on the graph compiled for the first.
         others = {seq: instance.at_length(torch, seq) for seq in w.lengths[1:]}
         if others:
             result["first_call_s_by_length"] = {}
-            with recorder:
+            with self.recorder:
                 for seq, at in others.items():
                     start = time.perf_counter()
                     out = at.call(compiled)
@@ -654,7 +643,9 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
                     result["first_call_s_by_length"][str(seq)] = time.perf_counter() - start
                     errors.append(relative_error(torch, out, refs[seq]))
                     del out
+                    self.calls[str(seq)] = lambda at=at: at.call(compiled)  # type: ignore[misc]
             result["graphs_compiled"] = dynamo_graphs(torch) - graphs_before
+        self.graphs_compiled = dynamo_graphs(torch)
         if v.base == "table":
             result["lookups"] = {"hits": lut.TABLE_HITS.hits, "misses": lut.TABLE_HITS.misses,
                                  "missed": list(lut.TABLE_HITS.missed)}
@@ -663,43 +654,180 @@ def measure_variant(torch: Any, args: argparse.Namespace, w: W.Workload, v: Vari
         result["max_rel_error"] = max(errors)
         if result["max_rel_error"] >= w.tolerance:
             result["error"] = f"wrong result: relative error {result['max_rel_error']:.1e} against eager"
-        rounds = time_calls(torch, lambda: instance.call(compiled), args.rounds, args.calls, args.round_ms)
-        result["rounds_ms"] = rounds
-        if others:
-            by_length = {str(w.seq): sorted(rounds)[len(rounds) // 2]}
-            for seq, at in others.items():
-                timed = time_calls(torch, lambda: at.call(compiled), args.rounds, args.calls,  # noqa: B023
-                                   args.round_ms)
-                by_length[str(seq)] = sorted(timed)[len(timed) // 2]
-            result["ms_by_length"] = by_length
-        if "error" not in result:
-            result["ms"] = (summary.geomean(list(result["ms_by_length"].values())) if others
-                            else sorted(rounds)[len(rounds) // 2])
-        records = [r.to_dict() for r in recorder.records]
-        result["gemms"] = {"lowered": len(records),
-                           "chosen": {k: sum(1 for r in records if str(r["chosen"]) == k)
-                                      for k in sorted({str(r["chosen"]) for r in records})}}
-        if args.profile_calls and not others:  # a dynamic workload's records mix its lengths
-            kernels = profiled_kernels(torch, lambda: instance.call(compiled), args.profile_calls)
-            isolated_aten_ms(torch, records, aten_cache)
-            result["in_graph"] = ingraph.report(kernels, args.profile_calls, records)
-        del others
-    del compiled, instance
-    cleanup(torch)
-    return measured
+        self.records = [r.to_dict() for r in self.recorder.records]
+        result["gemms"] = {"lowered": len(self.records),
+                           "chosen": {k: sum(1 for r in self.records if str(r["chosen"]) == k)
+                                      for k in sorted({str(r["chosen"]) for r in self.records})}}
+        # Compiling is over: the idle compile workers of several variant processes need not
+        # stay (a later compile would start them again).
+        with contextlib.suppress(Exception):
+            from torch._inductor.async_compile import shutdown_compile_workers
+
+            shutdown_compile_workers()
+        return result
+
+    def probe(self, length: str) -> float:
+        """Warm-up calls (the first records the CUDA graphs), then one round of --calls: ms a call."""
+        for _ in range(WARM_UP_CALLS):
+            self.torch.compiler.cudagraph_mark_step_begin()
+            self.calls[length]()
+        return timed_round(self.torch, self.calls[length], self.args.calls)
+
+    def round(self, length: str, calls: int) -> float:
+        """One untimed call (another variant's process had the GPU), then `calls` timed: ms a call."""
+        self.torch.compiler.cudagraph_mark_step_begin()
+        self.calls[length]()
+        return timed_round(self.torch, self.calls[length], calls)
+
+    def profile(self, aten_cache: dict[str, tuple[float, float]]
+                ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+        """The in-graph report (static workloads; a dynamic one's records mix its lengths),
+        and whether timing made Dynamo compile again; with the ATen timings, shared."""
+        found: dict[str, Any] = {}
+        if self.args.profile_calls and len(self.calls) == 1:
+            call = next(iter(self.calls.values()))
+            kernels = profiled_kernels(self.torch, call, self.args.profile_calls)
+            isolated_aten_ms(self.torch, self.records, aten_cache)
+            found["in_graph"] = ingraph.report(kernels, self.args.profile_calls, self.records)
+        recompiled = dynamo_graphs(self.torch) - self.graphs_compiled
+        if recompiled:
+            found["recompiled_while_timed"] = recompiled
+        return found, aten_cache
 
 
-def cleanup(torch: Any) -> None:
-    import gc
-
-    torch._dynamo.reset()
-    with contextlib.suppress(Exception):
-        from torch._inductor import cudagraph_trees
-
-        cudagraph_trees.reset_cudagraph_trees()
-    gc.collect()
+def timed_round(torch: Any, call: Callable[[], Any], calls: int) -> float:
+    """Milliseconds a call over `calls` back-to-back calls, between CUDA events."""
     torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        torch.compiler.cudagraph_mark_step_begin()
+        call()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end)) / calls
+
+
+def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: str) -> None:
+    """A variant's process: answers the workload's process ("compile", "probe", "round",
+    "profile", "close") until closed; a request that fails is answered {"failure": ...}."""
+    import traceback
+
+    import torch
+
+    w, v = W.by_name([workload])[0], parse_variant(variant)
+    run = VariantRun(torch, args, w, v)
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        what, params = request[0], request[1:]
+        reply: Any = None
+        try:
+            if what == "compile":
+                for limit in ("recompile_limit", "cache_size_limit"):
+                    if hasattr(torch._dynamo.config, limit):
+                        setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
+                warm_up(torch)
+                refs, eager_ms = eager_reference(torch, w)
+                result = run.compile(refs, *params)
+                reply = {"result": result, "environment": environment(torch), "eager_call_ms": eager_ms}
+                if v.name == "default":
+                    reply["gemm_problems"] = run.recorder.save_shapeset(
+                        os.path.join(args.out, w.name, "shapeset.json"))
+            elif what != "close":
+                reply = getattr(run, what)(*params)
+        except Exception as e:  # told to the workload's process, which goes on with the others
+            traceback.print_exc()
+            text = str(e).strip().splitlines()
+            reply = {"failure": f"{type(e).__name__}: {text[0][:300] if text else ''}"}
+        conn.send(reply)
+        if what == "close":
+            run.stack.close()
+            return
+
+
+class VariantProcess:
+    """The workload's process's handle on one variant's process (multiprocessing, spawned:
+    a fresh interpreter with CUDA and Dynamo of its own)."""
+
+    def __init__(self, args: argparse.Namespace, w: W.Workload, v: Variant) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.name = v.name
+        self.conn, theirs = context.Pipe()
+        self.process = context.Process(target=variant_main, args=(theirs, args, w.name, v.name),
+                                       name=f"{w.name} {v.name}")
+        self.process.start()
+        theirs.close()
+
+    def request(self, *message: Any) -> Any:
+        try:
+            self.conn.send(message)
+            reply = self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(10)
+            raise VariantFailed(f"the {self.name} process died (exit code {self.process.exitcode})")
+        if isinstance(reply, dict) and "failure" in reply:
+            raise VariantFailed(reply["failure"])
+        return reply
+
+    def close(self) -> None:
+        with contextlib.suppress(VariantFailed):
+            self.request("close")
+        self.process.join(30)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+class VariantFailed(Exception):
+    """A variant's process failed a request, or died."""
+
+
+def interleaved_rounds(timers: dict[Any, Any], rounds: int, fewest: int, round_ms: float
+                       ) -> tuple[dict[Any, list[float]], dict[Any, str]]:
+    """Times every timer (probe() -> ms a call; round(calls) -> ms a call) in rounds that take
+    turns: round r runs each once, in an order rotated by r, so that a drift of the GPU (its
+    clocks, its temperature) falls on every variant alike. Calls a round: at least `fewest`,
+    enough for about `round_ms`. Returns (each timer's rounds, the failures of those that failed)."""
+    times: dict[Any, list[float]] = {key: [] for key in timers}
+    failed: dict[Any, str] = {}
+    calls: dict[Any, int] = {}
+    for key, timer in timers.items():
+        try:
+            calls[key] = calls_per_round(timer.probe(), fewest, round_ms)
+        except VariantFailed as e:
+            failed[key] = str(e)
+    keys = [key for key in timers if key not in failed]
+    for r in range(rounds if keys else 0):
+        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+            if key in failed:
+                continue
+            try:
+                times[key].append(timers[key].round(calls[key]))
+            except VariantFailed as e:
+                failed[key] = str(e)
+    return times, failed
+
+
+@dataclass
+class RemoteTimer:
+    """One sequence length of a variant's process, as interleaved_rounds times it."""
+    handle: Any
+    length: str
+
+    def probe(self) -> float:
+        return float(self.handle.request("probe", self.length))
+
+    def round(self, calls: int) -> float:
+        return float(self.handle.request("round", self.length, calls))
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def eager_reference(torch: Any, w: W.Workload) -> tuple[dict[int, Any], float]:
@@ -715,56 +843,96 @@ def eager_reference(torch: Any, w: W.Workload) -> tuple[dict[int, Any], float]:
     torch.cuda.synchronize()
     ms = 1000 * (time.perf_counter() - start)
     del instance
-    cleanup(torch)
+    import gc
+
+    gc.collect()
+    torch.cuda.empty_cache()
     return refs, ms
 
 
-def child_main(args: argparse.Namespace) -> int:
-    import torch
-
+def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProcess) -> int:
+    """A workload: each variant compiled in a process of its own, one after the other (the
+    default first: its GEMMs make the tables); then all of them timed in interleaved rounds,
+    then profiled one at a time. The record is rewritten after every step."""
     w = W.by_name([args.child])[0]
     folder = os.path.join(args.out, w.name)
     os.makedirs(folder, exist_ok=True)
-    record: dict[str, Any] = {"workload": w.name, "description": w.describe(), "environment": environment(torch),
-                              "variants": {}}
-    for limit in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, limit):
-            setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
-    warm_up(torch)
-    refs, eager_ms = eager_reference(torch, w)
-    record["eager_call_ms"] = eager_ms
+    record: dict[str, Any] = {"workload": w.name, "description": w.describe(), "environment": {}, "variants": {}}
     run = f"{socket.gethostname()}-{os.getpid()}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}"
-    tables: dict[Optional[str], str] = {}
-    aten_cache: dict[str, tuple[float, float]] = {}
-    for v in args.parsed_variants:
-        print(f"{w.name}: {v.name} ...", flush=True)
-        try:
-            measured = measure_variant(torch, args, w, v, refs, tables, aten_cache)
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # a variant that fails is a result; the others go on
-            import traceback
+    results: dict[str, dict[str, Any]] = record["variants"]
 
-            traceback.print_exc()
-            text = str(e).strip().splitlines()
-            measured = Measured({"error": f"{type(e).__name__}: {text[0][:300] if text else ''}"})
-            cleanup(torch)
-        record["variants"][v.name] = measured.result
-        if v.name == "default" and measured.recorder is not None:
-            shapeset = os.path.join(folder, "shapeset.json")
-            record["gemm_problems"] = measured.recorder.save_shapeset(shapeset)
-            if args.mmt:
-                for policy in dict.fromkeys(x.policy for x in args.parsed_variants if x.base == "table"):
-                    try:
-                        tables[policy], seconds = export_table(args, shapeset, policy, folder)
-                        record.setdefault("export_s", {})[policy or "default"] = seconds
-                    except RuntimeError as e:
-                        print(f"{w.name}: {e}", flush=True)
-        print(f"{w.name}: {v.name}: {json.dumps({k: measured.result.get(k) for k in ('ms', 'compile_s', 'error')})}",
-              flush=True)
-        stamp_run(record["variants"], run)
+    def save() -> None:
+        stamp_run(results, run)
         write_atomically(args.record, json.dumps(record, indent=1) + "\n")
+
+    tables: dict[Optional[str], str] = {}
+    alive: dict[str, Any] = {}
+    try:
+        for v in args.parsed_variants:
+            print(f"{w.name}: {v.name} ...", flush=True)
+            handle = start(args, w, v)
+            try:
+                reply = handle.request("compile", tables)
+            except VariantFailed as e:
+                results[v.name] = {"error": str(e)}
+                handle.close()
+            else:
+                alive[v.name] = handle
+                results[v.name] = reply["result"]
+                record["environment"] = record["environment"] or reply["environment"]
+                if v.name == "default":
+                    record["eager_call_ms"] = reply["eager_call_ms"]
+                    record["gemm_problems"] = reply["gemm_problems"]
+                    make_tables(args, w, folder, tables, record)
+            print(f"{w.name}: {v.name}: {json.dumps({k: results[v.name].get(k) for k in ('compile_s', 'error')})}",
+                  flush=True)
+            save()
+        lengths = [str(seq) for seq in (w.lengths or (w.seq,))]
+        times, failed = interleaved_rounds({(name, length): RemoteTimer(handle, length)
+                                            for name, handle in alive.items() for length in lengths},
+                                           args.rounds, args.calls, args.round_ms)
+        for name in list(alive):
+            result = results[name]
+            failures = [failed[(name, length)] for length in lengths if (name, length) in failed]
+            if failures:
+                result["error"] = f"timing: {failures[0]}"
+                alive.pop(name).close()
+                continue
+            result["rounds_ms"] = times[(name, lengths[0])]
+            if w.lengths:
+                result["ms_by_length"] = {length: median(times[(name, length)]) for length in lengths}
+            if "error" not in result:
+                result["ms"] = (summary.geomean(list(result["ms_by_length"].values())) if w.lengths
+                                else median(result["rounds_ms"]))
+            print(f"{w.name}: {name}: {json.dumps({k: result.get(k) for k in ('ms', 'compile_s', 'error')})}",
+                  flush=True)
+        save()
+        aten_cache: dict[str, tuple[float, float]] = {}
+        for name, handle in alive.items():
+            try:
+                found, aten_cache = handle.request("profile", aten_cache)
+                results[name].update(found)
+            except VariantFailed as e:
+                print(f"{w.name}: {name}: profile: {e}", flush=True)
+        save()
+    finally:
+        for handle in alive.values():
+            handle.close()
     return 0
+
+
+def make_tables(args: argparse.Namespace, w: W.Workload, folder: str, tables: dict[Optional[str], str],
+                record: dict[str, Any]) -> None:
+    """The table variants' tables, exported from the default compile's GEMMs."""
+    if not args.mmt:
+        return
+    shapeset = os.path.join(folder, "shapeset.json")
+    for policy in dict.fromkeys(x.policy for x in args.parsed_variants if x.base == "table"):
+        try:
+            tables[policy], seconds = export_table(args, shapeset, policy, folder)
+            record.setdefault("export_s", {})[policy or "default"] = seconds
+        except RuntimeError as e:
+            print(f"{w.name}: {e}", flush=True)
 
 
 def stamp_run(variants: dict[str, dict[str, Any]], run: str) -> None:

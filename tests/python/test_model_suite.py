@@ -543,7 +543,7 @@ def test_a_round_runs_enough_calls_to_last_round_ms() -> None:
     assert suite.calls_per_round(0.4, 10, 0.0) == 10
 
 
-def test_time_calls_measures_its_rounds_with_the_calls_a_probe_asks_for() -> None:
+def test_timed_round_divides_the_events_time_by_the_calls() -> None:
     """A fake CUDA clock: every call takes 0.5 ms of device time."""
     clock = {"ms": 0.0, "calls": 0}
 
@@ -567,7 +567,100 @@ def test_time_calls_measures_its_rounds_with_the_calls_a_probe_asks_for() -> Non
     torch = types.SimpleNamespace(
         cuda=types.SimpleNamespace(Event=Event, synchronize=lambda: None),
         compiler=types.SimpleNamespace(cudagraph_mark_step_begin=lambda: None))
-    times = suite.time_calls(torch, call, rounds=3, calls=10, round_ms=25.0)
-    assert times == [pytest.approx(0.5)] * 3
-    # 3 warm-up calls, a probe round of 10, then 3 rounds of 50 (25 ms / 0.5 ms)
-    assert clock["calls"] == 3 + 10 + 3 * 50
+    assert suite.timed_round(torch, call, 40) == pytest.approx(0.5)
+    assert clock["calls"] == 40
+
+
+class FakeTimer:
+    """A variant whose calls take `ms`, slowed by `drift` ms for every round run so far by
+    anyone (a GPU that heats up), writing what it runs to a shared log."""
+
+    def __init__(self, name: str, ms: float, log: list[tuple[str, int]], fail_at: int = -1) -> None:
+        self.name, self.ms, self.log, self.fail_at = name, ms, log, fail_at
+
+    def probe(self) -> float:
+        return self.ms
+
+    def round(self, calls: int) -> float:
+        if len(self.log) == self.fail_at:
+            raise suite.VariantFailed(f"the {self.name} process died (exit code -9)")
+        self.log.append((self.name, calls))
+        return self.ms + 0.01 * len(self.log)
+
+
+def test_interleaved_rounds_take_turns_in_a_rotating_order() -> None:
+    log: list[tuple[str, int]] = []
+    timers = {name: FakeTimer(name, ms, log) for name, ms in (("default", 0.4), ("ours", 2.0), ("table", 5.0))}
+    times, failed = suite.interleaved_rounds(timers, rounds=3, fewest=10, round_ms=25.0)
+    assert failed == {}
+    assert [name for name, _ in log] == ["default", "ours", "table", "ours", "table", "default",
+                                         "table", "default", "ours"]
+    assert {name: calls for name, calls in log} == {"default": 63, "ours": 13, "table": 10}
+    # A steady drift costs every variant the same on the whole: each runs once at every
+    # position of the rotation.
+    drift = {name: sum(t) - 3 * timers[name].ms for name, t in times.items()}
+    assert drift["default"] == pytest.approx(drift["ours"]) == pytest.approx(drift["table"])
+
+
+def test_a_variant_that_fails_while_timed_drops_out_and_the_others_go_on() -> None:
+    log: list[tuple[str, int]] = []
+    timers = {"default": FakeTimer("default", 1.0, log), "ours": FakeTimer("ours", 1.0, log, fail_at=2)}
+    times, failed = suite.interleaved_rounds(timers, rounds=3, fewest=10, round_ms=0.0)
+    assert failed == {"ours": "the ours process died (exit code -9)"}
+    assert len(times["default"]) == 3 and len(times["ours"]) == 1
+
+
+class FakeVariantProcess:
+    """A variant process's handle, in this process: it answers as variant_main does."""
+
+    started: list[str] = []
+    closed: list[str] = []
+
+    def __init__(self, args: Any, w: Any, v: Any) -> None:
+        self.name, self.out = v.name, args.out
+        FakeVariantProcess.started.append(v.name)
+
+    def request(self, what: str, *params: Any) -> Any:
+        if what == "compile":
+            if self.name == "max_autotune":
+                raise suite.VariantFailed("RuntimeError: out of memory")
+            result = {"ms": None, "compile_s": 3.0 if self.name == "default" else 4.0}
+            if self.name == "table@isolated":
+                result["error"] = "wrong result: relative error 5.0e-01 against eager"
+            return {"result": result, "environment": {"device": "Fake GPU"}, "eager_call_ms": 7.0,
+                    "gemm_problems": 2}
+        if what == "probe":
+            return 1.0
+        if what == "round":
+            return {"default": 1.0, "ours": 0.9}.get(self.name, 1.1)
+        if what == "profile":
+            cache = dict(params[0])
+            cache[self.name] = (1.0, 1.0)
+            return {"in_graph": {"seen": sorted(cache)}}, cache
+        raise AssertionError(what)
+
+    def close(self) -> None:
+        FakeVariantProcess.closed.append(self.name)
+
+
+def test_the_workload_process_compiles_each_variant_alone_then_times_them_together(tmp_path: Path) -> None:
+    record = tmp_path / "record.json"
+    args = suite.parse_args(["--child", "bert_base", "--record", str(record), "--out", str(tmp_path),
+                             "--variants", "ours", "max_autotune", "table@isolated"])
+    FakeVariantProcess.started, FakeVariantProcess.closed = [], []
+    assert suite.child_main(args, start=FakeVariantProcess) == 0
+    document = json.loads(record.read_text())
+    variants = document["variants"]
+    assert FakeVariantProcess.started == ["default", "ours", "max_autotune", "table@isolated"]
+    assert document["environment"] == {"device": "Fake GPU"} and document["eager_call_ms"] == 7.0
+    assert variants["ours"]["ms"] == pytest.approx(0.9) and len(variants["ours"]["rounds_ms"]) == 10
+    assert variants["ours"]["default_ms"] == pytest.approx(1.0)  # stamped with its run's default
+    # A variant that failed to compile is closed at once and timed nowhere; one with a wrong
+    # result is timed (its rounds kept) but has no runtime.
+    assert variants["max_autotune"]["error"] == "RuntimeError: out of memory"
+    assert "rounds_ms" not in variants["max_autotune"]
+    assert variants["table@isolated"]["ms"] is None and len(variants["table@isolated"]["rounds_ms"]) == 10
+    # Profiled one after the other, the ATen timings passed on.
+    assert variants["default"]["in_graph"] == {"seen": ["default"]}
+    assert variants["table@isolated"]["in_graph"] == {"seen": ["default", "ours", "table@isolated"]}
+    assert sorted(FakeVariantProcess.closed) == ["default", "max_autotune", "ours", "table@isolated"]
