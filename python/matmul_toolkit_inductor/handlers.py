@@ -149,3 +149,29 @@ def install_layer(choices_class: Optional[type] = None, settings: Optional[list[
 
     return undo
 
+
+
+class DefaultLayoutForAten:
+    """Mixin for our subclasses of Inductor's choices: a GEMM whose candidates are all ATen
+    gets the output layout default torch.compile gives it.
+
+    Under max_autotune_gemm, Inductor (torch 2.11, InductorChoices._need_to_fix_layout) fixes
+    every GEMM's output layout, because a Triton kernel is built for one; without it, mm's and
+    addmm's stay flexible, and the scheduler may give them the strides their consumers want.
+    A GEMM our model leaves to ATen should compile as it would without max_autotune_gemm.
+    With Triton candidates, or on a backend other than CUDA, Inductor decides."""
+
+    def _need_to_fix_layout(self, adjusted_choices: list[Any], op_name: str) -> bool:
+        if adjusted_choices and all(_is_extern(ktc) for ktc in adjusted_choices) \
+                and getattr(getattr(adjusted_choices[0], "inputs", None), "device_type", None) == "cuda":
+            from torch._inductor import config as inductor_config
+
+            flexible = bool(getattr(inductor_config, "max_autotune_allow_flexible_layouts", False))
+            return op_name not in ("mm", "addmm") and not flexible
+        return super()._need_to_fix_layout(adjusted_choices, op_name)  # type: ignore[misc, no-any-return]
+
+
+def _is_extern(ktc: Any) -> bool:
+    from torch._inductor.select_algorithm import ExternKernelChoice
+
+    return isinstance(getattr(ktc, "template", None), ExternKernelChoice)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Union
 
 from .dataset import PathLike
-from .handlers import install_layer
+from .handlers import DefaultLayoutForAten, install_layer
 
 LookupTable = dict[str, list[dict[str, Any]]]
 
@@ -165,9 +165,10 @@ TABLE_HITS = TableHits()
 
 def hit_noting_choices(base: type) -> type:
     """A subclass of Inductor's LookupTableChoices `base` that notes in TABLE_HITS whether
-    each lookup hit."""
+    each lookup hit (a GEMM its table leaves to ATen keeps default torch.compile's output
+    layout, as with use_model)."""
 
-    class HitNotingChoices(base):  # type: ignore[misc, valid-type]
+    class HitNotingChoices(DefaultLayoutForAten, base):  # type: ignore[misc, valid-type]
         def lookup_template_configs(self, kernel_inputs: Any, op_name: str, template_uids: list[str],
                                     template_hash_map: dict[str, str | None] | None = None
                                     ) -> dict[str, list[dict[str, Any]]]:

@@ -48,7 +48,7 @@ from typing import Any, Callable, Optional
 
 from .choices import choice_info, dtype_name, operand_layout
 from .dataset import KNOWN_DTYPES, op_key
-from .handlers import Setting, install_layer
+from .handlers import DefaultLayoutForAten, Setting, install_layer
 from .rank_library import RankLibraryError, RankModel
 
 log = logging.getLogger(__name__)
@@ -265,9 +265,10 @@ class ModelHook:
 
 
 def model_choices_class(base: type, hook: ModelHook) -> type:
-    """A subclass of Inductor's LookupTableChoices `base` whose lookup asks `hook`."""
+    """A subclass of Inductor's LookupTableChoices `base` whose lookup asks `hook` (a GEMM
+    it leaves to ATen keeps default torch.compile's output layout)."""
 
-    class ModelChoices(base):  # type: ignore[misc, valid-type]
+    class ModelChoices(DefaultLayoutForAten, base):  # type: ignore[misc, valid-type]
         def lookup_template_configs(self, kernel_inputs: Any, op_name: str, template_uids: list[str],
                                     template_hash_map: Optional[dict[str, Optional[str]]] = None
                                     ) -> dict[str, list[dict[str, Any]]]:

@@ -177,6 +177,12 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
         def lookup_template_configs(self, *args: Any) -> dict[str, Any]:
             return {"inductor's": "table lookup"}
 
+        def _need_to_fix_layout(self, adjusted_choices: list[Any], op_name: str) -> bool:
+            return True  # Inductor under max_autotune_gemm (without flexible layouts): always
+
+    class ExternKernelChoice:
+        pass
+
     class AlgorithmSelectorCache:  # what autotuning is handed: the choices it times
         def __call__(self, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
             return [c.name for c in choices]
@@ -189,7 +195,8 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
                "torch._inductor.lookup_table": types.ModuleType("torch._inductor.lookup_table"),
                "torch._inductor.lookup_table.choices": types.SimpleNamespace(LookupTableChoices=LookupTableChoices),
                "torch._inductor.choices": types.SimpleNamespace(InductorChoices=InductorChoices),
-               "torch._inductor.select_algorithm": types.SimpleNamespace(AlgorithmSelectorCache=AlgorithmSelectorCache),
+               "torch._inductor.select_algorithm": types.SimpleNamespace(AlgorithmSelectorCache=AlgorithmSelectorCache,
+                                                                         ExternKernelChoice=ExternKernelChoice),
                "torch._inductor.virtualized": types.SimpleNamespace(V=FakeV())}
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
@@ -217,6 +224,29 @@ def test_use_model_installs_for_every_thread_and_uninstalls(fake_torch: Any, mon
         assert answer == {"aten::mm": [{}]}
     assert not hook.installed and config.inductor_choices_class is None
     assert type(V.choices).__name__ == "InductorChoices" and torch.compiler.config.cache_key_tag == "user"
+
+
+def test_a_gemm_left_to_aten_keeps_the_layout_default_torch_compile_gives_it(fake_torch: Any,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    torch, config, V = fake_torch
+    extern = sys.modules["torch._inductor.select_algorithm"].ExternKernelChoice()
+    cuda = types.SimpleNamespace(device_type="cuda")
+
+    def ktc(template: Any, inputs: Any = cuda) -> Any:
+        return types.SimpleNamespace(template=template, inputs=inputs)
+
+    opened(monkeypatch, FakeModel({}))
+    with model_hook.use_model():
+        fix = V.choices._need_to_fix_layout
+        # ATen alone: mm and addmm stay flexible, other ops fixed, as without max_autotune_gemm ...
+        assert not fix([ktc(extern)], "mm") and not fix([ktc(extern), ktc(extern)], "addmm")
+        assert fix([ktc(extern)], "bmm")
+        config.max_autotune_allow_flexible_layouts = True
+        assert not fix([ktc(extern)], "bmm")
+        # ... a Triton candidate, or another device, is Inductor's to decide.
+        assert fix([ktc(extern), ktc(object())], "mm")
+        assert fix([ktc(extern, types.SimpleNamespace(device_type="mps"))], "mm")
+        assert fix([], "mm")
 
 
 def test_a_thread_that_compiled_before_use_model_gets_the_model_too(fake_torch: Any,
