@@ -130,6 +130,12 @@ def test_only_the_autotuning_of_the_hit_op_right_after_it_is_affected(hits: Any)
     assert state.precompiles_skipped == 1
 
 
+def test_the_tables_choices_keep_default_layouts_for_aten_as_use_model_does() -> None:
+    from matmul_toolkit_inductor.handlers import DefaultLayoutForAten
+
+    assert issubclass(lut.hit_noting_choices(FakeLookupTableChoices), DefaultLayoutForAten)
+
+
 def test_precompile_hits_keeps_inductors_precompile(hits: Any) -> None:
     state, choices, selector = hits
     state.skip_precompile = False
