@@ -10,6 +10,13 @@ is Inductor's default, or of a class installed here (still installed or undone s
 one of the newest installed class (made once per thread and class). A handler a user set on
 purpose stays.
 
+A layer's choices class gets a name in this module, `handlers.<name>`, so that pickle can
+store it by reference: Inductor's FX graph cache pickles its config, the choices class in it,
+into every graph's cache key, and a class it cannot pickle (one made in a function) makes it
+bypass the cache, logging a traceback at every compile. The name is the layer's identity
+(the model and the policy it decides with), so a graph cached under one is not reused under
+another.
+
 Each layer may also set config attributes. The newest layer that sets an attribute decides
 its value; once no layer sets it, it goes back to what it was before the first. So
 `a = use_model(); b = use_table(...); a.uninstall()` leaves b in force, and undoing b then
@@ -18,6 +25,8 @@ leaves Inductor as it was.
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -38,6 +47,7 @@ _lock = threading.RLock()
 _layers: list[_Layer] = []           # oldest first
 _originals: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(obj), attr) -> (obj, attr, value before)
 _property: dict[str, Any] = {}       # the wrapped property's owner and original, while wrapped
+_named: dict[str, list[type]] = {}   # name -> the installed classes of that name, oldest first
 
 
 def _inductor() -> tuple[Any, Any, tuple[type, ...]]:
@@ -104,12 +114,40 @@ def _unwrap_choices_property() -> None:
         _property.clear()
 
 
-def install_layer(choices_class: Optional[type] = None, settings: Optional[list[Setting]] = None) -> Callable[[], None]:
-    """Installs `choices_class` for every thread (None: no choices class) and `settings`;
-    returns the undo, which may run in any order with other layers' and more than once."""
+def _name(cls: type, name: str) -> None:
+    """Makes `cls` this module's attribute `name`, where pickle looks for it."""
+    cls.__module__, cls.__name__, cls.__qualname__ = __name__, name, name
+    _named.setdefault(name, []).append(cls)
+    setattr(sys.modules[__name__], name, cls)
+
+
+def _unname(cls: type) -> None:
+    classes = _named.get(cls.__name__, [])
+    if cls in classes:
+        classes.remove(cls)
+    module = sys.modules[__name__]
+    if classes:
+        setattr(module, cls.__name__, classes[-1])  # two layers of one name: the other one's
+    elif getattr(module, cls.__name__, None) is cls:
+        delattr(module, cls.__name__)
+        _named.pop(cls.__name__, None)
+
+
+def class_name(prefix: str, *parts: Optional[str]) -> str:
+    """A class name for a layer's identity: `prefix` and the parts given, as one identifier."""
+    return "_".join([prefix, *(re.sub(r"\W", "_", p) for p in parts if p)])
+
+
+def install_layer(choices_class: Optional[type] = None, settings: Optional[list[Setting]] = None,
+                  name: Optional[str] = None) -> Callable[[], None]:
+    """Installs `choices_class` for every thread (None: no choices class), named `name` in this
+    module (default: its own name), and `settings`; returns the undo, which may run in any
+    order with other layers' and more than once."""
     inductor_config, V, defaults = _inductor()
     layer = _Layer(choices_class, list(settings or []))
     with _lock:
+        if choices_class is not None:
+            _name(choices_class, name or choices_class.__name__)
         for obj, attr, _ in layer.settings:
             _originals.setdefault((id(obj), attr), (obj, attr, getattr(obj, attr, None)))
         if choices_class is not None:
@@ -135,6 +173,7 @@ def install_layer(choices_class: Optional[type] = None, settings: Optional[list[
             if choices_class is None:
                 return
             choices_class.mmt_installed = False  # type: ignore[attr-defined]
+            _unname(choices_class)
             if _newest_class() is None:
                 _unwrap_choices_property()
             if mine:

@@ -26,8 +26,11 @@ entries with ATen that Inductor benchmarks, as the policy decides.
   them the hook finds no kernel to pick, and Inductor's own choices (ATen) stay.
 - The handler is set for every thread that compiles, those that compiled before too (the
   autograd thread lowers a training step's backward graph): handlers.py.
-- The model's sha256 goes into torch.compiler.config.cache_key_tag, so a graph cached with
-  other picks is not reused. A cached graph skips lowering, and with it the hook.
+- The hook's identity (the model's sha256, and the policy, search space and unranked where
+  not the defaults) goes into torch.compiler.config.cache_key_tag and names its choices class
+  (handlers.py), which Inductor's FX graph cache pickles into each graph's key. So a graph
+  cached with other picks is not reused, and one cached with these is. A cached graph skips
+  lowering, and with it the hook: explain() lists the GEMMs lowered in this process.
 
 Nothing here may break a user's compile: any error in the hook falls back to Inductor's own
 choices for that GEMM and warns once. What cannot work is refused at use_model():
@@ -48,7 +51,7 @@ from typing import Any, Callable, Optional
 
 from .choices import choice_info, dtype_name, operand_layout
 from .dataset import KNOWN_DTYPES, op_key
-from .handlers import DefaultLayoutForAten, Setting, install_layer
+from .handlers import DefaultLayoutForAten, Setting, class_name, install_layer
 from .rank_library import RankLibraryError, RankModel
 
 log = logging.getLogger(__name__)
@@ -239,6 +242,16 @@ class ModelHook:
 
     # --- for the user --------------------------------------------------------------------
 
+    def identity(self) -> str:
+        """What its decisions depend on: "mmt-" and the model's sha256 (16 digits), then the
+        policy, search space and unranked where they are not the defaults. It goes into the
+        compile cache key (cache_key_tag, the choices class's name)."""
+        digest = str(self.model.info().get("sha256", ""))[:16]
+        parts = [f"mmt-{digest}", self.policy or "",
+                 "" if self.search_space == "DEFAULT" else self.search_space,
+                 "" if self.unranked == "aten" else f"unranked={self.unranked}"]
+        return "-".join(p for p in parts if p)
+
     def explain(self) -> str:
         """Every decision so far, one line each: the problem, the entries, predicted times."""
         with self._lock:
@@ -313,12 +326,13 @@ def install(hook: ModelHook) -> None:
     from torch._inductor.lookup_table.choices import LookupTableChoices
     from torch._inductor.select_algorithm import AlgorithmSelectorCache
 
-    digest = str(hook.model.info().get("sha256", ""))[:16]
+    identity = hook.identity()
     settings: list[Setting] = [(torch.compiler.config, "cache_key_tag",
-                                lambda before: f"{before}+mmt-{digest}" if before else f"mmt-{digest}")]
+                                lambda before: f"{before}+{identity}" if before else identity)]
     if hook.unranked == "aten" and hasattr(inductor_config, "max_autotune_conv_backends"):
         settings.append((inductor_config, "max_autotune_conv_backends", lambda _: "ATEN"))
-    hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings))
+    hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings,
+                                    name=class_name("ModelChoices", identity)))
     aten_only_for_unranked(AlgorithmSelectorCache)
     _INSTALLED.append(hook)
     hook._undo.append(lambda: _INSTALLED.remove(hook) if hook in _INSTALLED else None)

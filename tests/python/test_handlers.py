@@ -154,3 +154,29 @@ def test_settings_alone_need_no_choices_class(fake_v: tuple[Any, Any]) -> None:
     assert table.table == {"key": []} and type(V.choices) is InductorChoices
     undo()
     assert table.table is None
+
+
+def test_an_installed_class_pickles_by_name_as_inductors_cache_key_needs(fake_v: tuple[Any, Any]) -> None:
+    """Inductor's FX graph cache pickles its config, the choices class in it; a class made in
+    a function would make it bypass the cache."""
+    import pickle
+
+    from matmul_toolkit_inductor import handlers
+
+    def made_in_a_function() -> type:
+        class Choices:
+            pass
+        return Choices
+
+    first, second = made_in_a_function(), made_in_a_function()
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(first)
+    undo_first = install_layer(first, name=handlers.class_name("ModelChoices", "mmt-0123", "isolated"))
+    assert pickle.loads(pickle.dumps(first)) is first
+    assert first.__name__ == "ModelChoices_mmt_0123_isolated"
+    undo_second = install_layer(second, name="ModelChoices_mmt_0123_isolated")  # the same identity twice
+    assert pickle.loads(pickle.dumps(second)) is second
+    undo_second()
+    assert pickle.loads(pickle.dumps(first)) is first  # the name is the other layer's again
+    undo_first()
+    assert not hasattr(handlers, "ModelChoices_mmt_0123_isolated")

@@ -226,6 +226,23 @@ def test_use_model_installs_for_every_thread_and_uninstalls(fake_torch: Any, mon
     assert type(V.choices).__name__ == "InductorChoices" and torch.compiler.config.cache_key_tag == "user"
 
 
+def test_the_compile_cache_key_names_the_model_and_what_the_picks_depend_on(fake_torch: Any,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inductor's FX graph cache pickles the choices class into each graph's key: it must
+    pickle, by a name that changes with the model and the policy."""
+    import pickle
+
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}))
+    with model_hook.use_model(policy="isolated", unranked="inductor"):
+        assert torch.compiler.config.cache_key_tag == "user+mmt-0123456789abcdef-isolated-unranked=inductor"
+        installed = config.inductor_choices_class
+        assert installed.__name__ == "ModelChoices_mmt_0123456789abcdef_isolated_unranked_inductor"
+        assert pickle.loads(pickle.dumps(installed)) is installed
+    with model_hook.use_model():
+        assert config.inductor_choices_class.__name__ == "ModelChoices_mmt_0123456789abcdef"
+
+
 def test_a_gemm_left_to_aten_keeps_the_layout_default_torch_compile_gives_it(fake_torch: Any,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     torch, config, V = fake_torch
