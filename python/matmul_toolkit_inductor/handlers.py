@@ -116,21 +116,25 @@ def _unwrap_choices_property() -> None:
 
 def _name(cls: type, name: str) -> None:
     """Makes `cls` this module's attribute `name`, where pickle looks for it."""
+    module = sys.modules[__name__]
+    if hasattr(module, name) and name not in _named:
+        raise ValueError(f"handlers.{name} is taken: a choices class needs a name of its own")
     cls.__module__, cls.__name__, cls.__qualname__ = __name__, name, name
     _named.setdefault(name, []).append(cls)
-    setattr(sys.modules[__name__], name, cls)
+    setattr(module, name, cls)
 
 
 def _unname(cls: type) -> None:
-    classes = _named.get(cls.__name__, [])
+    name, module = cls.__name__, sys.modules[__name__]
+    classes = _named.get(name, [])
     if cls in classes:
         classes.remove(cls)
-    module = sys.modules[__name__]
     if classes:
-        setattr(module, cls.__name__, classes[-1])  # two layers of one name: the other one's
-    elif getattr(module, cls.__name__, None) is cls:
-        delattr(module, cls.__name__)
-        _named.pop(cls.__name__, None)
+        setattr(module, name, classes[-1])  # two layers of one name: the other one's
+        return
+    _named.pop(name, None)
+    if getattr(module, name, None) is cls:
+        delattr(module, name)
 
 
 def class_name(prefix: str, *parts: Optional[str]) -> str:
@@ -187,7 +191,6 @@ def install_layer(choices_class: Optional[type] = None, settings: Optional[list[
                     V.set_choices_handler(previous)
 
     return undo
-
 
 
 class DefaultLayoutForAten:
