@@ -9,11 +9,12 @@ Inductor, transformers and torchvision.)
 Workloads (workloads.py): real transformers / torchvision models built from their configs
 with random weights, in inference (prefill and decode shapes, bf16 and fp16) and one
 training step. Every workload runs in a process of its own. It starts one process per
-variant (spawned: CUDA, Dynamo and the caches of its own), one after the other; each builds
-the model, compiles it from scratch (fresh Inductor and Triton caches) after one untimed
-warm-up compile that starts Inductor's compile workers, and keeps it. Then the variants are
-timed in rounds that take turns, so that the GPU's drift (clocks, temperature) falls on all
-of them alike:
+variant (spawned: CUDA, Dynamo and the caches of its own). All of them at once do what is
+timed nowhere: start-up, one warm-up compile that starts Inductor's compile workers, the
+eager reference, building the model. Then, one at a time, each compiles its model from
+scratch (fresh Inductor and Triton caches) and keeps it. Then the variants are timed in
+rounds that take turns, so that the GPU's drift (clocks, temperature) falls on all of them
+alike:
   default            torch.compile, CUDA graphs (triton.cudagraphs): cuBLAS for every GEMM
   max_autotune       mode="max-autotune" (GEMM autotuning, coordinate descent, CUDA graphs)
   max_autotune_gemm  GEMM autotuning only (max_autotune_gemm), CUDA graphs
@@ -71,7 +72,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, NoReturn, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
@@ -592,16 +593,58 @@ class VariantRun:
         self.records: list[dict[str, Any]] = []
         self.recorder: Any = None
         self.graphs_compiled = 0
+        self.refs: dict[int, Any] = {}
+        self.eager: Any = None     # the eager reference's model, until its call is timed
+        self.instance: Any = None  # the model this variant compiles
 
-    def compile(self, refs: dict[int, Any], tables: dict[Optional[str], str]) -> dict[str, Any]:
+    def prepare(self) -> None:
+        """What is charged to no variant, and may run in every variant's process at once:
+        Dynamo's limits, one warm-up compile (it starts Inductor's compile workers), the eager
+        reference outputs, and the model to compile."""
+        torch, w = self.torch, self.w
+        for limit in ("recompile_limit", "cache_size_limit"):
+            if hasattr(torch._dynamo.config, limit):
+                setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
+        warm_up(torch)
+        self.eager = W.build(torch, w, seed=SEED)
+        self.refs = {w.seq: self.eager.call(self.eager.module).float().clone()}
+        for seq in w.lengths[1:]:
+            at = self.eager.at_length(torch, seq)
+            self.refs[seq] = at.call(at.module).float().clone()
+        self.instance = W.build(torch, w, seed=SEED)
+        torch.cuda.synchronize()
+
+    def eager_call_ms(self) -> float:
+        """One eager call's wall time (its reference calls warmed it up); then the eager model
+        goes. Timed alone, as compiles are."""
+        torch, eager = self.torch, self.eager
+        self.eager = None
+        start = time.perf_counter()
+        eager.call(eager.module)
+        torch.cuda.synchronize()
+        ms = 1000 * (time.perf_counter() - start)
+        del eager
+        import gc
+
+        gc.collect()
+        torch.cuda.empty_cache()
+        return ms
+
+    def compile(self, tables: dict[Optional[str], str]) -> dict[str, Any]:
         """Compiles the variant (the first call at each length) and checks its outputs."""
         from torch._inductor.utils import fresh_cache
 
         from matmul_toolkit_inductor import lut
         from matmul_toolkit_inductor.recorder import GemmRecorder
 
-        torch, args, w, v, result = self.torch, self.args, self.w, self.v, self.result
-        instance = W.build(torch, w, seed=SEED)
+        torch, args, w, v, result, refs = self.torch, self.args, self.w, self.v, self.result, self.refs
+        if self.eager is not None:  # the model is compiled alone on the GPU
+            self.eager = None
+            import gc
+
+            gc.collect()
+            torch.cuda.empty_cache()
+        instance = self.instance
         hook = None
         self.stack.enter_context(fresh_cache())
         if v.base == "ours":
@@ -709,8 +752,9 @@ def timed_round(torch: Any, call: Callable[[], Any], calls: int) -> float:
 
 
 def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: str) -> None:
-    """A variant's process: answers the workload's process ("compile", "probe", "round",
-    "profile", "close") until closed; a request that fails is answered {"failure": ...}."""
+    """A variant's process: answers the workload's process ("prepare", "eager_call_ms",
+    "compile", "probe", "round", "profile", "close") until closed; a request that fails is
+    answered {"failure": ...}."""
     import traceback
 
     import torch
@@ -726,13 +770,8 @@ def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: st
         reply: Any = None
         try:
             if what == "compile":
-                for limit in ("recompile_limit", "cache_size_limit"):
-                    if hasattr(torch._dynamo.config, limit):
-                        setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 64))
-                warm_up(torch)
-                refs, eager_ms = eager_reference(torch, w)
-                result = run.compile(refs, *params)
-                reply = {"result": result, "environment": environment(torch), "eager_call_ms": eager_ms}
+                result = run.compile(*params)
+                reply = {"result": result, "environment": environment(torch)}
                 if v.name == "default":
                     reply["gemm_problems"] = run.recorder.save_shapeset(
                         os.path.join(args.out, w.name, "shapeset.json"))
@@ -763,16 +802,28 @@ class VariantProcess:
         self.process.start()
         theirs.close()
 
-    def request(self, *message: Any) -> Any:
+    def send(self, *message: Any) -> None:
         try:
             self.conn.send(message)
-            reply = self.conn.recv()
+        except OSError:
+            self.died()
+
+    def reply(self) -> Any:
+        try:
+            answer = self.conn.recv()
         except (EOFError, OSError):
-            self.process.join(10)
-            raise VariantFailed(f"the {self.name} process died (exit code {self.process.exitcode})")
-        if isinstance(reply, dict) and "failure" in reply:
-            raise VariantFailed(reply["failure"])
-        return reply
+            self.died()
+        if isinstance(answer, dict) and "failure" in answer:
+            raise VariantFailed(answer["failure"])
+        return answer
+
+    def request(self, *message: Any) -> Any:
+        self.send(*message)
+        return self.reply()
+
+    def died(self) -> NoReturn:
+        self.process.join(10)
+        raise VariantFailed(f"the {self.name} process died (exit code {self.process.exitcode})")
 
     def close(self) -> None:
         with contextlib.suppress(VariantFailed):
@@ -830,30 +881,11 @@ def median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
-def eager_reference(torch: Any, w: W.Workload) -> tuple[dict[int, Any], float]:
-    """The eager output (a float32 copy) at each sequence length the workload runs at, and
-    the eager call's time (ms, one call after one warm-up; a reference, not a variant)."""
-    instance = W.build(torch, w, seed=SEED)
-    refs = {w.seq: instance.call(instance.module).float().clone()}
-    for seq in w.lengths[1:]:
-        at = instance.at_length(torch, seq)
-        refs[seq] = at.call(at.module).float().clone()
-    start = time.perf_counter()
-    instance.call(instance.module)
-    torch.cuda.synchronize()
-    ms = 1000 * (time.perf_counter() - start)
-    del instance
-    import gc
-
-    gc.collect()
-    torch.cuda.empty_cache()
-    return refs, ms
-
-
 def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProcess) -> int:
-    """A workload: each variant compiled in a process of its own, one after the other (the
-    default first: its GEMMs make the tables); then all of them timed in interleaved rounds,
-    then profiled one at a time. The record is rewritten after every step."""
+    """A workload: a process for each variant, all prepared at once; then each compiled
+    alone, the default first (its GEMMs make the tables); then all of them timed in
+    interleaved rounds, then profiled one at a time. The record is rewritten after every
+    compile and at the end."""
     w = W.by_name([args.child])[0]
     folder = os.path.join(args.out, w.name)
     os.makedirs(folder, exist_ok=True)
@@ -868,20 +900,33 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
     tables: dict[Optional[str], str] = {}
     alive: dict[str, Any] = {}
     try:
+        # Start-up, warm-up and the eager reference in every variant's process at once: none
+        # of it is timed. Then each compiles alone, the default first (its GEMMs make the tables).
         for v in args.parsed_variants:
-            print(f"{w.name}: {v.name} ...", flush=True)
-            handle = start(args, w, v)
+            alive[v.name] = start(args, w, v)
+            alive[v.name].send("prepare")
+        for name in list(alive):
             try:
+                alive[name].reply()
+            except VariantFailed as e:
+                results[name] = {"error": f"prepare: {e}"}
+                alive.pop(name).close()
+        for v in args.parsed_variants:
+            if v.name not in alive:
+                continue
+            print(f"{w.name}: {v.name} ...", flush=True)
+            handle = alive[v.name]
+            try:
+                if v.name == "default":
+                    record["eager_call_ms"] = handle.request("eager_call_ms")
                 reply = handle.request("compile", tables)
             except VariantFailed as e:
                 results[v.name] = {"error": str(e)}
-                handle.close()
+                alive.pop(v.name).close()
             else:
-                alive[v.name] = handle
                 results[v.name] = reply["result"]
                 record["environment"] = record["environment"] or reply["environment"]
                 if v.name == "default":
-                    record["eager_call_ms"] = reply["eager_call_ms"]
                     record["gemm_problems"] = reply["gemm_problems"]
                     make_tables(args, w, folder, tables, record)
             print(f"{w.name}: {v.name}: {json.dumps({k: results[v.name].get(k) for k in ('compile_s', 'error')})}",

@@ -611,24 +611,35 @@ def test_a_variant_that_fails_while_timed_drops_out_and_the_others_go_on() -> No
 
 
 class FakeVariantProcess:
-    """A variant process's handle, in this process: it answers as variant_main does."""
+    """A variant process's handle, in this process: it answers as variant_main does, and
+    logs every request."""
 
-    started: list[str] = []
+    log: list[str] = []
     closed: list[str] = []
 
     def __init__(self, args: Any, w: Any, v: Any) -> None:
-        self.name, self.out = v.name, args.out
-        FakeVariantProcess.started.append(v.name)
+        self.name, self.pending = v.name, None
+        FakeVariantProcess.log.append(f"start {v.name}")
 
-    def request(self, what: str, *params: Any) -> Any:
+    def send(self, what: str, *params: Any) -> None:
+        FakeVariantProcess.log.append(f"{what} {self.name}")
+        self.pending = (what, params)
+
+    def reply(self) -> Any:
+        what, params = self.pending
+        if what == "prepare":
+            if self.name == "max_autotune_gemm":
+                raise suite.VariantFailed("the max_autotune_gemm process died (exit code -9)")
+            return None
+        if what == "eager_call_ms":
+            return 7.0
         if what == "compile":
             if self.name == "max_autotune":
                 raise suite.VariantFailed("RuntimeError: out of memory")
             result = {"ms": None, "compile_s": 3.0 if self.name == "default" else 4.0}
             if self.name == "table@isolated":
                 result["error"] = "wrong result: relative error 5.0e-01 against eager"
-            return {"result": result, "environment": {"device": "Fake GPU"}, "eager_call_ms": 7.0,
-                    "gemm_problems": 2}
+            return {"result": result, "environment": {"device": "Fake GPU"}, "gemm_problems": 2}
         if what == "probe":
             return 1.0
         if what == "round":
@@ -639,6 +650,10 @@ class FakeVariantProcess:
             return {"in_graph": {"seen": sorted(cache)}}, cache
         raise AssertionError(what)
 
+    def request(self, what: str, *params: Any) -> Any:
+        self.send(what, *params)
+        return self.reply()
+
     def close(self) -> None:
         FakeVariantProcess.closed.append(self.name)
 
@@ -646,21 +661,29 @@ class FakeVariantProcess:
 def test_the_workload_process_compiles_each_variant_alone_then_times_them_together(tmp_path: Path) -> None:
     record = tmp_path / "record.json"
     args = suite.parse_args(["--child", "bert_base", "--record", str(record), "--out", str(tmp_path),
-                             "--variants", "ours", "max_autotune", "table@isolated"])
-    FakeVariantProcess.started, FakeVariantProcess.closed = [], []
+                             "--variants", "ours", "max_autotune", "max_autotune_gemm", "table@isolated"])
+    FakeVariantProcess.log, FakeVariantProcess.closed = [], []
     assert suite.child_main(args, start=FakeVariantProcess) == 0
     document = json.loads(record.read_text())
     variants = document["variants"]
-    assert FakeVariantProcess.started == ["default", "ours", "max_autotune", "table@isolated"]
+    log = FakeVariantProcess.log
+    names = ["default", "ours", "max_autotune", "max_autotune_gemm", "table@isolated"]
+    # Every process starts and prepares at once; then they compile one at a time, the default
+    # first, and its eager call is timed before its compile.
+    assert log[:10] == [x for name in names for x in (f"start {name}", f"prepare {name}")]
+    assert [x for x in log if x.startswith(("compile", "eager"))] == [
+        "eager_call_ms default", "compile default", "compile ours", "compile max_autotune", "compile table@isolated"]
+    assert log.index("compile table@isolated") < log.index("probe default")
     assert document["environment"] == {"device": "Fake GPU"} and document["eager_call_ms"] == 7.0
     assert variants["ours"]["ms"] == pytest.approx(0.9) and len(variants["ours"]["rounds_ms"]) == 10
     assert variants["ours"]["default_ms"] == pytest.approx(1.0)  # stamped with its run's default
-    # A variant that failed to compile is closed at once and timed nowhere; one with a wrong
-    # result is timed (its rounds kept) but has no runtime.
+    # A variant whose process died or failed to compile is closed at once and timed nowhere;
+    # one with a wrong result is timed (its rounds kept) but has no runtime.
+    assert variants["max_autotune_gemm"]["error"] == "prepare: the max_autotune_gemm process died (exit code -9)"
     assert variants["max_autotune"]["error"] == "RuntimeError: out of memory"
     assert "rounds_ms" not in variants["max_autotune"]
     assert variants["table@isolated"]["ms"] is None and len(variants["table@isolated"]["rounds_ms"]) == 10
     # Profiled one after the other, the ATen timings passed on.
     assert variants["default"]["in_graph"] == {"seen": ["default"]}
     assert variants["table@isolated"]["in_graph"] == {"seen": ["default", "ours", "table@isolated"]}
-    assert sorted(FakeVariantProcess.closed) == ["default", "max_autotune", "ours", "table@isolated"]
+    assert sorted(FakeVariantProcess.closed) == sorted(names)
