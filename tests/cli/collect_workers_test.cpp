@@ -84,8 +84,9 @@ TEST_F(CollectWorkers, TwoWorkersCollectWhatOneProcessCollects) {
 }
 
 TEST_F(CollectWorkers, AKilledWorkerIsReportedAndItsProblemRetriedElsewhere) {
-    // Problems a worker takes about a second for, four each: the kill lands mid-run.
-    const auto full = args("data.json", 8, 512, 384);
+    // Problems a worker takes about a second for, four each, so that a kill right after the
+    // first problem is done lands while both workers are in the middle of one.
+    const auto full = args("data.json", 8, 1024, 768);
     const pid_t parent = ::fork();
     if (parent == 0) {
         const int out = ::open((dir / "stdout.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -108,7 +109,11 @@ TEST_F(CollectWorkers, AKilledWorkerIsReportedAndItsProblemRetriedElsewhere) {
         workers = children_of(parent);
     }
     ASSERT_EQ(workers.size(), 2u);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // mid-problem
+    // A fixed delay after the workers start raced them: on a fast machine a worker could be
+    // between problems. After the first problem's progress line, each has one in hand.
+    for (int i = 0; i < 12000 && slurp(dir / "stderr.txt").find("[1/8]") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ::kill(workers[0], SIGKILL);
     int status = 0;
     ::waitpid(parent, &status, 0);
