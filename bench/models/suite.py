@@ -617,18 +617,22 @@ class VariantRun:
     def eager_call_ms(self) -> float:
         """One eager call's wall time (its reference calls warmed it up); then the eager model
         goes. Timed alone, as compiles are."""
-        torch, eager = self.torch, self.eager
-        self.eager = None
         start = time.perf_counter()
-        eager.call(eager.module)
-        torch.cuda.synchronize()
+        self.eager.call(self.eager.module)
+        self.torch.cuda.synchronize()
         ms = 1000 * (time.perf_counter() - start)
-        del eager
+        self.drop_eager()
+        return ms
+
+    def drop_eager(self) -> None:
+        """Frees the eager reference's model, so that the variant compiles alone on the GPU."""
+        if self.eager is None:
+            return
+        self.eager = None
         import gc
 
         gc.collect()
-        torch.cuda.empty_cache()
-        return ms
+        self.torch.cuda.empty_cache()
 
     def compile(self, tables: dict[Optional[str], str]) -> dict[str, Any]:
         """Compiles the variant (the first call at each length) and checks its outputs."""
@@ -638,12 +642,7 @@ class VariantRun:
         from matmul_toolkit_inductor.recorder import GemmRecorder
 
         torch, args, w, v, result, refs = self.torch, self.args, self.w, self.v, self.result, self.refs
-        if self.eager is not None:  # the model is compiled alone on the GPU
-            self.eager = None
-            import gc
-
-            gc.collect()
-            torch.cuda.empty_cache()
+        self.drop_eager()
         instance = self.instance
         hook = None
         self.stack.enter_context(fresh_cache())
