@@ -47,6 +47,16 @@ std::vector<pid_t> children_of(pid_t parent) {
     return children;
 }
 
+// The value of a worker's --device-index, read from its command line.
+std::string device_index_of(pid_t pid) {
+    std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline");
+    std::vector<std::string> argv;
+    for (std::string arg; std::getline(file, arg, '\0');) argv.push_back(arg);
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+        if (argv[i] == "--device-index") return argv[i + 1];
+    return {};
+}
+
 class CollectWorkers : public ::testing::Test {
 protected:
     void SetUp() override { dir = fresh_temp_dir("mmt_cli_workers"); }
@@ -84,8 +94,7 @@ TEST_F(CollectWorkers, TwoWorkersCollectWhatOneProcessCollects) {
 }
 
 TEST_F(CollectWorkers, AKilledWorkerIsReportedAndItsProblemRetriedElsewhere) {
-    // Problems a worker takes about a second for, four each, so that a kill right after the
-    // first problem is done lands while both workers are in the middle of one.
+    // Problems a worker takes about a second for, four each.
     const auto full = args("data.json", 8, 1024, 768);
     const pid_t parent = ::fork();
     if (parent == 0) {
@@ -109,12 +118,26 @@ TEST_F(CollectWorkers, AKilledWorkerIsReportedAndItsProblemRetriedElsewhere) {
         workers = children_of(parent);
     }
     ASSERT_EQ(workers.size(), 2u);
-    // A fixed delay after the workers start raced them: on a fast machine a worker could be
-    // between problems. After the first problem's progress line, each has one in hand.
-    for (int i = 0; i < 12000 && slurp(dir / "stderr.txt").find("[1/8]") == std::string::npos; ++i)
+    // Killing at a fixed moment raced the workers: one could be just done with a problem, not
+    // yet handed the next. The worker that just finished the first problem is handed its next
+    // one at once and takes about a second for it, so 50 ms later it surely has one in hand.
+    std::string first;
+    for (int i = 0; i < 12000 && first.empty(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ::kill(workers[0], SIGKILL);
+        const auto err = slurp(dir / "stderr.txt");
+        const auto at = err.find("[1/8]");
+        if (at != std::string::npos && err.find('\n', at) != std::string::npos)
+            first = err.substr(at, err.find('\n', at) - at);
+    }
+    const auto on = first.find(" on device ");
+    ASSERT_NE(on, std::string::npos) << first;
+    const std::string device = first.substr(on + 11, first.find(' ', on + 11) - on - 11);
+    pid_t victim = 0;
+    for (const pid_t pid : workers)
+        if (device_index_of(pid) == device) victim = pid;
+    ASSERT_NE(victim, 0) << "no worker runs on device " << device;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::kill(victim, SIGKILL);
     int status = 0;
     ::waitpid(parent, &status, 0);
     const auto err = slurp(dir / "stderr.txt");
