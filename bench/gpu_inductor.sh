@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Inductor backend on a GPU machine, in steps that each fit a 10-minute call:
-#   bash bench/gpu_inductor.sh build test                 # build the CLI, run the real-worker and GPU training tests
+#   bash bench/gpu_inductor.sh build test                 # build the CLI, run the real-worker, use_model, suite
+#                                                         #   and GPU training tests
 #   bash bench/gpu_inductor.sh collect                    # DEFAULT log-normal dataset, shape padding off
 #                                                         #   (resumes *_default_lognormal_unpadded; the
 #                                                         #   older files were timed another way: DEFAULT_DATA=)
@@ -57,7 +58,7 @@ step_build() {
   { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; nproc;
     python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } |
     tee "$out/machine.txt"
-  build_targets matmul_toolkit collect_bench collect_inductor_backend_test model_trainer_test \
+  build_targets matmul_toolkit mmt_rank collect_bench collect_inductor_backend_test model_trainer_test \
     model_training_step_graph_test
 }
 
@@ -68,8 +69,10 @@ step_build_cli() {
 }
 
 step_test() {
-  timeout 400 python3 -m pytest -q -s tests/python/test_worker_gpu.py tests/python/test_inductor_torch.py 2>&1 | tee "$out/test_worker_gpu.log" |
-    grep -E "passed|failed|DEFAULT|configs:|skipped" || status=1
+  timeout 400 python3 -m pytest -q -s -rs tests/python/test_worker_gpu.py tests/python/test_inductor_torch.py \
+    tests/python/test_model_hook_torch.py "tests/python/test_model_suite.py::test_the_suite_on_a_gpu" \
+    >"$out/test_worker_gpu.log" 2>&1 || status=1
+  grep -E "passed|failed|DEFAULT|configs:|SKIPPED" "$out/test_worker_gpu.log"
   local t
   for t in tests/collect/collect_inductor_backend_test tests/model/model_trainer_test \
     tests/model/model_training_step_graph_test; do

@@ -19,8 +19,11 @@ entries with ATen that Inductor benchmarks, as the policy decides.
   ops above whose dtypes the model has no rows for gets the lookup's ATen entries; another
   autotuning with ATen choices (grouped mm, mm_plus_mm, scaled mm: Inductor builds their
   choices without asking the handler) keeps only those, through a wrapper of
-  AlgorithmSelectorCache.__call__; convolutions keep ATen by config.max_autotune_conv_backends
-  = "ATEN". `unranked="inductor"` leaves all of them to Inductor's own autotuning.
+  AlgorithmSelectorCache.__call__. Grouped mm's lowering is not even let build its template
+  choices (41 Triton kernels rendered per grouped mm, only to be dropped, cost its compile
+  seconds): its module's template gates answer no. Convolutions keep ATen by
+  config.max_autotune_conv_backends = "ATEN". `unranked="inductor"` leaves all of them to
+  Inductor's own autotuning.
 - Symbolic sizes are ranked at Inductor's size hints, the example inputs' sizes.
 - The Triton templates are offered only with `max_autotune_gemm` (or mode max-autotune). Without
   them the hook finds no kernel to pick, and Inductor's own choices (ATen) stay.
@@ -318,6 +321,41 @@ def aten_only_for_unranked(selector: type) -> None:
     setattr(selector, "__call__", __call__)
 
 
+# Where Inductor (torch 2.11, kernel/mm_grouped.py) asks whether to build grouped mm's
+# template choices; those this torch does not have are left alone.
+GROUPED_MM_GATES = ("use_triton_template", "use_gluon_template", "use_nv_universal_gemm_template",
+                    "use_blackwell_cutedsl_grouped_mm")
+
+
+def closed_while_aten(name: str, gate: Callable[..., Any]) -> Callable[..., Any]:
+    """`gate`, answering False while the newest hook runs what it does not rank on ATen; each
+    time that keeps templates from being built, explain() says so."""
+    @functools.wraps(gate)
+    def closed(*args: Any, **kwargs: Any) -> Any:
+        hook = _INSTALLED[-1] if _INSTALLED else None
+        if hook is None or hook.unranked != "aten":
+            return gate(*args, **kwargs)
+        try:
+            if gate(*args, **kwargs):
+                hook._note(Decision("grouped_mm", f"{name} closed", "unranked", [{"template_id": "ATen"}],
+                                    why="an autotuning the model does not decide: no templates built"))
+        except Exception:  # the gate's own answer only decides what explain() says
+            pass
+        return False
+
+    return closed
+
+
+def grouped_mm_gates() -> list[Setting]:
+    """Settings that close grouped mm's template gates (none where the module is missing)."""
+    try:
+        from torch._inductor.kernel import mm_grouped
+    except Exception:
+        return []
+    return [(mm_grouped, name, functools.partial(closed_while_aten, name))
+            for name in GROUPED_MM_GATES if callable(getattr(mm_grouped, name, None))]
+
+
 def install(hook: ModelHook) -> None:
     """Makes Inductor ask `hook` in every thread, keeps convolutions on ATen (unless
     unranked="inductor"), tags the compile cache."""
@@ -331,6 +369,7 @@ def install(hook: ModelHook) -> None:
                                 lambda before: f"{before}+{identity}" if before else identity)]
     if hook.unranked == "aten" and hasattr(inductor_config, "max_autotune_conv_backends"):
         settings.append((inductor_config, "max_autotune_conv_backends", lambda _: "ATEN"))
+        settings += grouped_mm_gates()
     hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings,
                                     name=class_name("ModelChoices", identity)))
     aten_only_for_unranked(AlgorithmSelectorCache)

@@ -187,6 +187,9 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
         def __call__(self, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
             return [c.name for c in choices]
 
+    kernel, mm_grouped = types.ModuleType("torch._inductor.kernel"), types.ModuleType("torch._inductor.kernel.mm_grouped")
+    mm_grouped.use_triton_template = lambda layout: layout == "cuda"  # type: ignore[attr-defined]
+    kernel.mm_grouped = mm_grouped  # type: ignore[attr-defined]
     torch = types.ModuleType("torch")
     torch.cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda: "NVIDIA H200")  # type: ignore[attr-defined]
     torch.compiler = types.SimpleNamespace(config=types.SimpleNamespace(cache_key_tag="user"))  # type: ignore[attr-defined]
@@ -197,7 +200,8 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
                "torch._inductor.choices": types.SimpleNamespace(InductorChoices=InductorChoices),
                "torch._inductor.select_algorithm": types.SimpleNamespace(AlgorithmSelectorCache=AlgorithmSelectorCache,
                                                                          ExternKernelChoice=ExternKernelChoice),
-               "torch._inductor.virtualized": types.SimpleNamespace(V=FakeV())}
+               "torch._inductor.virtualized": types.SimpleNamespace(V=FakeV()),
+               "torch._inductor.kernel": kernel, "torch._inductor.kernel.mm_grouped": mm_grouped}
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(modules["torch._inductor"], "config", config, raising=False)
@@ -367,3 +371,25 @@ def test_an_autotuning_the_hook_does_not_decide_keeps_its_aten_choices(fake_torc
     assert select("grouped_mm", grouped, [], None) == ["_grouped_mm", "triton_grouped_mm_0", "triton_grouped_mm_1"]
     with model_hook.use_model(unranked="inductor"):
         assert len(select("grouped_mm", grouped, [], None)) == 3
+
+
+def test_grouped_mm_builds_no_templates_while_the_hook_runs_it_on_aten(fake_torch: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grouped mm's lowering asks its module's template gates (kernel/mm_grouped.py) before it
+    renders dozens of Triton choices that keep_aten would drop."""
+    mm_grouped = sys.modules["torch._inductor.kernel.mm_grouped"]
+    original = mm_grouped.use_triton_template
+    opened(monkeypatch, FakeModel({}))
+    with model_hook.use_model() as hook:
+        assert mm_grouped.use_triton_template("cuda") is False
+        assert mm_grouped.use_triton_template("cpu") is False
+        assert not hasattr(mm_grouped, "use_gluon_template")  # a gate this torch lacks stays absent
+        assert hook.explain().splitlines()[1:] == [
+            "grouped_mm use_triton_template closed: unranked: ATen alone "
+            "(an autotuning the model does not decide: no templates built)"]  # noted where it was open
+        with model_hook.use_model(unranked="inductor"):  # the newest hook decides
+            assert mm_grouped.use_triton_template("cuda") is True
+        assert mm_grouped.use_triton_template("cuda") is False
+    assert mm_grouped.use_triton_template is original
+    with model_hook.use_model(unranked="inductor"):
+        assert mm_grouped.use_triton_template is original

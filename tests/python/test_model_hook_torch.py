@@ -1,0 +1,84 @@
+"""use_model() inside the real torch.compile (skips without torch, a CUDA device, or
+libmmt_rank.so and the shipped model). On the GPU machine, after building mmt_rank:
+    MMT_RANK_LIBRARY=build-gpu/src/cli/libmmt_rank.so python3 -m pytest -q tests/python/test_model_hook_torch.py"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed: these run on the GPU machine")
+if not torch.cuda.is_available():
+    pytest.skip("torch sees no CUDA device: use_model's compile tests run on the GPU machine", allow_module_level=True)
+
+from matmul_toolkit_inductor.model_hook import ModelHook, ModelHookError, use_model  # noqa: E402
+
+
+@pytest.fixture
+def fresh_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Empty Inductor caches, Dynamo reset before and after; yields Dynamo's counters."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    torch._dynamo.reset()
+    counters.clear()
+    yield counters
+    torch._dynamo.reset()
+
+
+def installed() -> ModelHook:
+    try:
+        return use_model(force=True)  # force: the shipped model's GPU may not be this one
+    except ModelHookError as e:
+        pytest.skip(f"use_model cannot open the shipped model here: {e}")
+
+
+def test_a_compiled_mm_is_decided_by_the_model_and_its_graph_is_cached(fresh_compile: Any) -> None:
+    counters = fresh_compile
+    a = torch.randn(1000, 3000, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(3000, 700, device="cuda", dtype=torch.bfloat16)
+    with installed() as hook:
+        f = torch.compile(lambda x, y: x @ y, options={"max_autotune_gemm": True})
+        torch.testing.assert_close(f(a, b), a @ b, rtol=2e-2, atol=1.0)
+        lines = hook.explain().splitlines()
+        assert any(line.startswith("mm mm 1000x700x3000 bfloat16: ") for line in lines), lines
+        assert not any(": Inductor's own choices" in line for line in lines), lines
+        # Inductor pickles the choices class into the FX graph's cache key: no bypass.
+        assert counters["inductor"]["fxgraph_cache_bypass"] == 0, dict(counters["inductor"])
+        assert counters["inductor"]["fxgraph_cache_miss"] >= 1, dict(counters["inductor"])
+        torch._dynamo.reset()
+        g = torch.compile(lambda x, y: x @ y, options={"max_autotune_gemm": True})
+        torch.testing.assert_close(g(a, b), a @ b, rtol=2e-2, atol=1.0)
+        hits = counters["inductor"]["fxgraph_cache_hit"] + counters["aot_autograd"]["autograd_cache_hit"]
+        assert hits >= 1, (dict(counters["inductor"]), dict(counters["aot_autograd"]))
+
+
+def test_grouped_mm_keeps_its_aten_kernel_and_builds_no_templates(fresh_compile: Any) -> None:
+    groups, k, n = 4, 256, 512
+    offs = torch.arange(64, 64 * groups + 1, 64, device="cuda", dtype=torch.int32)
+    a = torch.randn(64 * groups, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(groups, n, k, device="cuda", dtype=torch.bfloat16).transpose(-2, -1)
+    try:
+        expected = torch._grouped_mm(a, b, offs=offs)
+    except (AttributeError, RuntimeError) as e:
+        pytest.skip(f"this torch or GPU has no eager grouped mm: {e}")
+    with installed() as hook:
+        f = torch.compile(lambda x, y, o: torch._grouped_mm(x, y, offs=o), options={"max_autotune_gemm": True})
+        torch.testing.assert_close(f(a, b, offs), expected, rtol=2e-2, atol=1.0)
+        assert "grouped_mm use_triton_template closed: unranked: ATen alone" in hook.explain(), hook.explain()
+
+
+def test_one_dynamic_compile_serves_every_length(fresh_compile: Any) -> None:
+    """Symbolic sizes are decided at Inductor's hints; later lengths reuse the graph."""
+    counters = fresh_compile
+    w = torch.randn(1024, 2048, device="cuda", dtype=torch.bfloat16)
+    with installed() as hook:
+        f = torch.compile(lambda x: torch.relu(x @ w), dynamic=True, options={"max_autotune_gemm": True})
+        for m in (128, 384, 1000):
+            x = torch.randn(m, 1024, device="cuda", dtype=torch.bfloat16)
+            torch.testing.assert_close(f(x), torch.relu(x @ w), rtol=2e-2, atol=1.0)
+        assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+        assert any(line.startswith("mm ") for line in hook.explain().splitlines()[1:]), hook.explain()
