@@ -89,10 +89,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 # The tables are installed the way the shipped package's use_table does it.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+
+from matmul_toolkit_inductor.dataset import write_file_atomically  # noqa: E402
 
 OPS = ("mm", "addmm", "bmm")
 LAYOUTS = ("nn", "nt", "tn", "tt")
@@ -230,19 +233,6 @@ def shapeset_document(problems: list[Problem]) -> dict[str, Any]:
     for p in problems:
         operations.setdefault(p.op_key, {"shapes": []})["shapes"].append(p.shape_document())
     return {"operations": operations}
-
-
-def write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
 
 
 # ------------------------------------------------------------------------------- tables
@@ -532,8 +522,8 @@ def csv_text(records: list[dict[str, Any]], variants: list[Variant]) -> str:
 
 def write_results(out: str, result: dict[str, Any], variants: list[Variant]) -> None:
     result["summary"] = {v.name: summarize(result["problems"], v.name) for v in variants if v.name != AUTOTUNE}
-    write_atomically(os.path.join(out, RESULTS_JSON), json.dumps(result, indent=1) + "\n")
-    write_atomically(os.path.join(out, RESULTS_CSV), csv_text(result["problems"], variants))
+    write_file_atomically(Path(out, RESULTS_JSON), json.dumps(result, indent=1) + "\n")
+    write_file_atomically(Path(out, RESULTS_CSV), csv_text(result["problems"], variants))
 
 
 # ------------------------------------------------------------------------------ the GPU side
@@ -1022,7 +1012,7 @@ def run(args: argparse.Namespace) -> int:
     problems = load_problems(args)
     os.makedirs(args.out, exist_ok=True)
     shapeset = os.path.join(args.out, SHAPESET_NAME)
-    write_atomically(shapeset, json.dumps(shapeset_document(problems), indent=2) + "\n")
+    write_file_atomically(Path(shapeset), json.dumps(shapeset_document(problems), indent=2) + "\n")
     torch, triton_version = import_torch()
     # Table variants skip the precompile of their hits, as use_table installs a table.
     from torch._inductor.select_algorithm import AlgorithmSelectorCache

@@ -35,8 +35,12 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+
+from matmul_toolkit_inductor.dataset import write_file_atomically  # noqa: E402
 
 # (op, batch, M, N, K, dtype): the order cuda_gemm_bench's suite uses for its shape names;
 # bf16 first so a run cut short by --budget keeps the headline numbers.
@@ -106,19 +110,6 @@ def fail(message, code=2):
     """One line on stderr and a non-zero exit: 2 for bad input, 1 when nothing can run."""
     print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
-
-
-def write_atomically(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
 
 
 def fmt(value, digits=1):
@@ -494,11 +485,11 @@ def main(argv=None):
     else:
         result = run_suite(args, json_path)
 
-    write_atomically(os.path.join(args.out, "triton_suite.md"), markdown(result))
+    write_file_atomically(Path(args.out, "triton_suite.md"), markdown(result))
     print(markdown(result))
     if ours is not None:
         text = combined_markdown(result, ours, args.ours)
-        write_atomically(os.path.join(args.out, "triton_vs_ours.md"), text)
+        write_file_atomically(Path(args.out, "triton_vs_ours.md"), text)
         print(text)
     written = ["triton_suite.md"] + ([] if args.report_only else ["triton_suite.json"]) + (["triton_vs_ours.md"] if ours else [])
     print(f"(written under {args.out}: {', '.join(written)})")
@@ -564,10 +555,10 @@ def run_suite(args, json_path):
             print(f"[{i + 1}/{len(problems)}] {name}: cuBLAS {row['cublas_tflops']:.1f} TFLOP/s"
                   f"{'; Triton failed: ' + row['triton_error'] if 'triton_error' in row else ''}", flush=True)
         # Rewritten after every problem: a run cut short keeps what it measured.
-        write_atomically(json_path, json.dumps(result, indent=1) + "\n")
-        write_atomically(os.path.join(args.out, "triton_suite.md"), markdown(result))
+        write_file_atomically(Path(json_path), json.dumps(result, indent=1) + "\n")
+        write_file_atomically(Path(args.out, "triton_suite.md"), markdown(result))
     result["wall_s"] = time.monotonic() - start
-    write_atomically(json_path, json.dumps(result, indent=1) + "\n")
+    write_file_atomically(Path(json_path), json.dumps(result, indent=1) + "\n")
     return result
 
 

@@ -69,9 +69,9 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,6 +80,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import ingraph  # noqa: E402
+from matmul_toolkit_inductor.dataset import write_file_atomically  # noqa: E402
 import summary  # noqa: E402
 import workloads as W  # noqa: E402
 
@@ -161,23 +162,6 @@ def variant_order(variants: list[Variant]) -> list[Variant]:
 
 
 # ------------------------------------------------------------------------------ results
-def write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)  # mkstemp's 0600 would make a results file private
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
 def load_results(path: str) -> dict[str, Any]:
     if not os.path.isfile(path):
         return {"workloads": {}}
@@ -224,7 +208,7 @@ def merge(document: dict[str, Any], name: str, record: dict[str, Any], environme
 
 def write_results(path: str, document: dict[str, Any]) -> None:
     document["summary"] = summary.summarize(document)
-    write_atomically(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
+    write_file_atomically(Path(path), json.dumps(document, indent=1, sort_keys=False) + "\n")
 
 
 # ------------------------------------------------------------------------------- parent
@@ -402,7 +386,7 @@ def gather_shapes(path: str, workload_shapeset: str) -> None:
             for shape in entry.get("shapes", []):
                 problems.setdefault((op, MMShape.from_dict(shape)))
     if problems:
-        write_atomically(path, json.dumps(shapeset_document(list(problems)), indent=1) + "\n")
+        write_file_atomically(Path(path), json.dumps(shapeset_document(list(problems)), indent=1) + "\n")
 
 
 def load_record(path: str) -> Optional[dict[str, Any]]:
@@ -894,7 +878,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
 
     def save() -> None:
         stamp_run(results, run)
-        write_atomically(args.record, json.dumps(record, indent=1) + "\n")
+        write_file_atomically(Path(args.record), json.dumps(record, indent=1) + "\n")
 
     tables: dict[Optional[str], str] = {}
     alive: dict[str, Any] = {}
