@@ -317,7 +317,7 @@ step_train_speed() {
 # E2E_TOP_K: the tables compared (default: the recommended one, top-1 with ATen from 10 us,
 # a 5 % compile margin, ATen alone from 100 us and for GEMVs, a runner-up within 5 %, a heavy
 # pick more than 5 % ahead of ATen alone; lut_e2e.py --help has the syntax);
-# E2E_RESUME=1 goes on with the problems of an earlier run whose $out/e2e_* is in place.
+# E2E_RESUME: an earlier call's lut_e2e.json to go on from (below).
 # E2E_MODEL: the model, or several separated by spaces to compare them on the same problems.
 # E2E_TABLES: tables exported beforehand on any machine, "NAME=FILE ...", measured without a
 # build (no build_cli step); models are exported too only where E2E_MODEL is given.
@@ -332,18 +332,30 @@ e2e_sources() {
   fi
 }
 
+# E2E_RESUME=path/to/lut_e2e.json (an earlier call's, copied into the work tree): go on from
+# it, measuring only the problems it lacks ($OUT starts empty on every call).
+e2e_resume() {
+  [[ -n ${E2E_RESUME:-} ]] || return 0
+  [[ -f $E2E_RESUME ]] || { echo "error: E2E_RESUME: $E2E_RESUME is not a file" >&2; return 1; }
+  mkdir -p "$1" && cp "$E2E_RESUME" "$1/lut_e2e.json" && printf -- '--resume'
+}
+
 step_e2e_lognormal() {
-  # shellcheck disable=SC2046 # e2e_sources is a list of options
+  local resume
+  resume=$(e2e_resume "$out/e2e_ln") || { status=1; return; }
+  # shellcheck disable=SC2046,SC2086 # e2e_sources is a list of options, resume none or one
   python3 bench/lut_e2e.py $(e2e_sources) --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 \
-    --out "$out/e2e_ln" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
+    --out "$out/e2e_ln" $resume --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_ln.txt" 2>"$out/e2e_ln.log" || status=1
   tail -12 "$out/e2e_ln.txt"
 }
 
 step_e2e_transformer() {
-  # shellcheck disable=SC2046 # e2e_sources is a list of options
+  local resume
+  resume=$(e2e_resume "$out/e2e_tr") || { status=1; return; }
+  # shellcheck disable=SC2046,SC2086 # e2e_sources is a list of options, resume none or one
   python3 bench/lut_e2e.py $(e2e_sources) --shapeset data/shapesets/transformer_shapes.json \
-    --every "${E2E_EVERY:-3}" --out "$out/e2e_tr" ${E2E_RESUME:+--resume} --budget "${E2E_BUDGET:-420}" \
+    --every "${E2E_EVERY:-3}" --out "$out/e2e_tr" $resume --budget "${E2E_BUDGET:-420}" \
     >"$out/e2e_tr.txt" 2>"$out/e2e_tr.log" || status=1
   tail -12 "$out/e2e_tr.txt"
 }
