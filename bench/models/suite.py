@@ -67,6 +67,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -91,6 +92,7 @@ BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 # The bases that pick with the shipped model (and take a @POLICY).
 MODEL_BASES = ("ours", "table")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible")
+BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 SEED = 0
 
@@ -350,10 +352,13 @@ def run_parent(args: argparse.Namespace) -> int:
             if code != 0 or record is None:
                 status = 1
                 print(f"  {w.name}: process {why}; see {folder}/log.txt", file=sys.stderr)
-                # The variants it finished were measured in one process: they are kept.
+                # What it measured is kept (a runtime from the rounds it finished); a variant
+                # left without one says why.
                 record = record or {"variants": {}}
                 for v in variants:
-                    record["variants"].setdefault(v.name, {"error": f"workload process {why}"})
+                    entry = record["variants"].setdefault(v.name, {})
+                    if entry.get("ms") is None and "error" not in entry:
+                        entry["error"] = f"workload process {why}"
             merge(document, w.name, record, record.get("environment", {}))
             write_results(args.results, document)
             gather_shapes(args.shapeset, os.path.join(folder, "shapeset.json"))
@@ -409,18 +414,31 @@ def workload_line(name: str, results: dict[str, Any]) -> str:
 
 
 # -------------------------------------------------------------------------------- child
-def environment(torch: Any) -> dict[str, Any]:
-    import torchvision
-    import transformers
-    import triton
+def version_of(module: str) -> str:
+    """A module's version, or why there is none (never raises: it only labels a result)."""
+    try:
+        return str(__import__(module).__version__)
+    except Exception as e:
+        return f"unknown ({type(e).__name__})"
 
+
+def toolkit_commit() -> str:
     # The device's copy of the work tree may hold no repository (or another one's HEAD): the
     # caller names the commit it sent.
-    commit = os.environ.get("MMT_TOOLKIT_COMMIT") or subprocess.run(
-        ["git", "-C", SOURCE_DIR, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-            "cuda": torch.version.cuda, "transformers": transformers.__version__,
-            "torchvision": torchvision.__version__, "python": sys.version.split()[0], "toolkit_commit": commit,
+    if os.environ.get("MMT_TOOLKIT_COMMIT"):
+        return os.environ["MMT_TOOLKIT_COMMIT"]
+    try:
+        return subprocess.run(["git", "-C", SOURCE_DIR, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown (no git)"
+
+
+def environment(torch: Any) -> dict[str, Any]:
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": version_of("triton"),
+            "cuda": torch.version.cuda, "transformers": version_of("transformers"),
+            "torchvision": version_of("torchvision"), "python": sys.version.split()[0],
+            "toolkit_commit": toolkit_commit(),
             "timing": "median of rounds of back-to-back calls between CUDA events, CUDA graphs (cudagraph trees), "
                       "each variant in a process of its own, the variants' rounds taking turns; "
                       "compile = first call with fresh caches after a warm-up compile"}
@@ -559,6 +577,17 @@ def warm_up(torch: Any) -> None:
     torch._dynamo.reset()
 
 
+def wait_for_compile_workers(torch: Any) -> None:
+    """The warm-up compile only starts Inductor's compile workers; until they are up, Inductor
+    compiles kernels one by one in the process. Several variant processes start theirs at once,
+    so a compile timed before they are all up would be slowed by the others' start-up."""
+    from torch._inductor import async_compile
+
+    wait = getattr(async_compile.AsyncCompile, "wait_pool_ready", None)
+    if wait is not None:
+        wait()
+
+
 def dynamo_graphs(torch: Any) -> int:
     """Graphs Dynamo has compiled in this process so far."""
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
@@ -595,8 +624,11 @@ class VariantRun:
         for seq in w.lengths[1:]:
             at = self.eager.at_length(torch, seq)
             self.refs[seq] = at.call(at.module).float().clone()
+        if self.v.name != "default":  # only the default's eager call is timed
+            self.drop_eager()
         self.instance = W.build(torch, w, seed=SEED)
         torch.cuda.synchronize()
+        wait_for_compile_workers(torch)
 
     def eager_call_ms(self) -> float:
         """One eager call's wall time (its reference calls warmed it up); then the eager model
@@ -756,8 +788,11 @@ def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: st
                 result = run.compile(*params)
                 reply = {"result": result, "environment": environment(torch)}
                 if v.name == "default":
-                    reply["gemm_problems"] = run.recorder.save_shapeset(
-                        os.path.join(args.out, w.name, "shapeset.json"))
+                    try:
+                        reply["gemm_problems"] = run.recorder.save_shapeset(
+                            os.path.join(args.out, w.name, "shapeset.json"))
+                    except Exception as e:  # the tables need it; the default's timings do not
+                        reply["gemm_problems"] = f"not saved: {type(e).__name__}: {e}"
             elif what != "close":
                 reply = getattr(run, what)(*params)
         except Exception as e:  # told to the workload's process, which goes on with the others
@@ -821,13 +856,20 @@ class VariantFailed(Exception):
     """A variant's process failed a request, or died."""
 
 
-def interleaved_rounds(timers: dict[Any, Any], rounds: int, fewest: int, round_ms: float
-                       ) -> tuple[dict[Any, list[float]], dict[Any, str]]:
+Times = dict[Any, list[float]]
+
+
+def interleaved_rounds(timers: dict[Any, Any], rounds: int, fewest: int, round_ms: float,
+                       turn_of: Callable[[Any], Any] = lambda key: key,
+                       after_round: Callable[[Times, dict[Any, str]], None] = lambda times, failed: None
+                       ) -> tuple[Times, dict[Any, str]]:
     """Times every timer (probe() -> ms a call; round(calls) -> ms a call) in rounds that take
-    turns: round r runs each once, in an order rotated by r, so that a drift of the GPU (its
-    clocks, its temperature) falls on every variant alike. Calls a round: at least `fewest`,
-    enough for about `round_ms`. Returns (each timer's rounds, the failures of those that failed)."""
-    times: dict[Any, list[float]] = {key: [] for key in timers}
+    turns: round r runs each turn once, in an order rotated by r, so that a drift of the GPU
+    (its clocks, its temperature) falls on every variant alike. A turn is the timers of one
+    `turn_of` (a variant's sequence lengths), run one after the other. Calls a round: at least
+    `fewest`, enough for about `round_ms`. `after_round` sees the times so far. Returns (each
+    timer's rounds, the failures of those that failed)."""
+    times: Times = {key: [] for key in timers}
     failed: dict[Any, str] = {}
     calls: dict[Any, int] = {}
     for key, timer in timers.items():
@@ -835,15 +877,21 @@ def interleaved_rounds(timers: dict[Any, Any], rounds: int, fewest: int, round_m
             calls[key] = calls_per_round(timer.probe(), fewest, round_ms)
         except VariantFailed as e:
             failed[key] = str(e)
-    keys = [key for key in timers if key not in failed]
-    for r in range(rounds if keys else 0):
-        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
-            if key in failed:
-                continue
-            try:
-                times[key].append(timers[key].round(calls[key]))
-            except VariantFailed as e:
-                failed[key] = str(e)
+    turns: dict[Any, list[Any]] = {}
+    for key in timers:
+        if key not in failed:
+            turns.setdefault(turn_of(key), []).append(key)
+    order = list(turns)
+    for r in range(rounds if order else 0):
+        for turn in order[r % len(order):] + order[:r % len(order)]:
+            for key in turns[turn]:
+                if key in failed:
+                    continue
+                try:
+                    times[key].append(timers[key].round(calls[key]))
+                except VariantFailed as e:
+                    failed[key] = str(e)
+        after_round(times, failed)
     return times, failed
 
 
@@ -861,7 +909,7 @@ class RemoteTimer:
 
 
 def median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
+    return float(statistics.median(values))
 
 
 def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProcess) -> int:
@@ -916,37 +964,63 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
                   flush=True)
             save()
         lengths = [str(seq) for seq in (w.lengths or (w.seq,))]
+
+        def keep_times(times: Times, failed: dict[Any, str]) -> None:
+            """The runtimes from the rounds so far, saved: a workload stopped while timed
+            keeps them (its rounds_ms shows how many ran)."""
+            for name in alive:
+                if not any((name, length) in failed for length in lengths):
+                    fill_runtime(results[name], {length: times[(name, length)] for length in lengths}, bool(w.lengths))
+            save()
+
         times, failed = interleaved_rounds({(name, length): RemoteTimer(handle, length)
                                             for name, handle in alive.items() for length in lengths},
-                                           args.rounds, args.calls, args.round_ms)
+                                           args.rounds, args.calls, args.round_ms,
+                                           turn_of=lambda key: key[0], after_round=keep_times)
         for name in list(alive):
             result = results[name]
             failures = [failed[(name, length)] for length in lengths if (name, length) in failed]
             if failures:
                 result["error"] = f"timing: {failures[0]}"
+                result["ms"] = None
                 alive.pop(name).close()
                 continue
-            result["rounds_ms"] = times[(name, lengths[0])]
-            if w.lengths:
-                result["ms_by_length"] = {length: median(times[(name, length)]) for length in lengths}
-            if "error" not in result:
-                result["ms"] = (summary.geomean(list(result["ms_by_length"].values())) if w.lengths
-                                else median(result["rounds_ms"]))
+            fill_runtime(result, {length: times[(name, length)] for length in lengths}, bool(w.lengths))
             print(f"{w.name}: {name}: {json.dumps({k: result.get(k) for k in ('ms', 'compile_s', 'error')})}",
                   flush=True)
         save()
+        # Inductor's ATen timings are shared, but not with a variant whose settings change how
+        # Inductor's benchmarker times (+noflush, +gated): it times its own, and keeps them.
         aten_cache: dict[str, tuple[float, float]] = {}
-        for name, handle in alive.items():
+        for v in args.parsed_variants:
+            if v.name not in alive:
+                continue
+            own_timings = bool(BENCHMARKER_SETTINGS & set(v.settings))
             try:
-                found, aten_cache = handle.request("profile", aten_cache)
-                results[name].update(found)
+                found, cache = alive[v.name].request("profile", {} if own_timings else aten_cache)
+                results[v.name].update(found)
+                if not own_timings:
+                    aten_cache = cache
             except VariantFailed as e:
-                print(f"{w.name}: {name}: profile: {e}", flush=True)
+                print(f"{w.name}: {v.name}: profile: {e}", flush=True)
         save()
     finally:
         for handle in alive.values():
             handle.close()
     return 0
+
+
+def fill_runtime(result: dict[str, Any], rounds: dict[str, list[float]], dynamic: bool) -> None:
+    """A variant's runtime from its rounds at each sequence length: the median, and for a
+    dynamic workload the geomean over its lengths (none for a variant with an error)."""
+    first = next(iter(rounds.values()))
+    if not first:
+        return
+    result["rounds_ms"] = list(first)
+    if dynamic:
+        result["ms_by_length"] = {length: median(times) for length, times in rounds.items()}
+    if "error" not in result:
+        result["ms"] = summary.geomean(list(result["ms_by_length"].values())) if dynamic else median(first)
 
 
 def make_tables(args: argparse.Namespace, w: W.Workload, folder: str, tables: dict[Optional[str], str],

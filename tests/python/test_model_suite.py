@@ -687,3 +687,59 @@ def test_the_workload_process_compiles_each_variant_alone_then_times_them_togeth
     assert variants["default"]["in_graph"] == {"seen": ["default"]}
     assert variants["table@isolated"]["in_graph"] == {"seen": ["default", "ours", "table@isolated"]}
     assert sorted(FakeVariantProcess.closed) == sorted(names)
+
+
+def test_a_variants_lengths_run_in_its_turn_and_the_turns_rotate() -> None:
+    log: list[tuple[str, int]] = []
+    timers = {(name, length): FakeTimer(f"{name}/{length}", 1.0, log)
+              for name in ("default", "ours") for length in ("128", "512")}
+    seen: list[int] = []
+    suite.interleaved_rounds(timers, rounds=2, fewest=10, round_ms=0.0, turn_of=lambda key: key[0],
+                             after_round=lambda times, failed: seen.append(len(times[("ours", "512")])))
+    assert [name for name, _ in log] == ["default/128", "default/512", "ours/128", "ours/512",
+                                         "ours/128", "ours/512", "default/128", "default/512"]
+    assert seen == [1, 2]  # after every round, the times so far
+
+
+def test_the_median_of_an_even_count_is_the_mean_of_the_middle_two() -> None:
+    assert suite.median([4.0, 1.0, 3.0, 2.0]) == pytest.approx(2.5)
+    assert suite.median([3.0, 1.0, 2.0]) == 2.0
+
+
+def test_a_missing_library_labels_the_environment_and_never_fails_it() -> None:
+    assert suite.version_of("no_such_module_here").startswith("unknown (")
+
+
+class InterruptedWhileTimed(FakeVariantProcess):
+    """Its third round never comes back: the workload process is stopped there."""
+    rounds = 0
+
+    def reply(self) -> Any:
+        if self.pending[0] == "round":
+            InterruptedWhileTimed.rounds += 1
+            if InterruptedWhileTimed.rounds > 4:
+                raise KeyboardInterrupt
+        return super().reply()
+
+
+def test_a_workload_stopped_while_timed_keeps_the_rounds_it_finished(tmp_path: Path) -> None:
+    record = tmp_path / "record.json"
+    args = suite.parse_args(["--child", "bert_base", "--record", str(record), "--out", str(tmp_path),
+                             "--variants", "ours"])
+    FakeVariantProcess.log, FakeVariantProcess.closed, InterruptedWhileTimed.rounds = [], [], 0
+    with pytest.raises(KeyboardInterrupt):
+        suite.child_main(args, start=InterruptedWhileTimed)
+    variants = json.loads(record.read_text())["variants"]
+    assert len(variants["ours"]["rounds_ms"]) == 2 and variants["ours"]["ms"] == pytest.approx(0.9)
+    assert sorted(FakeVariantProcess.closed) == ["default", "ours"]
+
+
+def test_a_variant_that_changes_the_benchmarker_times_its_own_aten_kernels(tmp_path: Path) -> None:
+    record = tmp_path / "record.json"
+    args = suite.parse_args(["--child", "bert_base", "--record", str(record), "--out", str(tmp_path),
+                             "--variants", "ours+noflush", "ours"])
+    FakeVariantProcess.log, FakeVariantProcess.closed = [], []
+    assert suite.child_main(args, start=FakeVariantProcess) == 0
+    variants = json.loads(record.read_text())["variants"]
+    assert variants["ours+noflush"]["in_graph"] == {"seen": ["ours+noflush"]}
+    assert variants["ours"]["in_graph"] == {"seen": ["default", "ours"]}  # not the unflushed timings
