@@ -584,8 +584,11 @@ def wait_for_compile_workers(torch: Any) -> None:
     from torch._inductor import async_compile
 
     wait = getattr(async_compile.AsyncCompile, "wait_pool_ready", None)
-    if wait is not None:
-        wait()
+    try:
+        if wait is not None:
+            wait(timeout=180)
+    except Exception as e:  # workers not up: the compile still works, on fewer of them
+        print(f"compile workers not ready: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
 
 def dynamo_graphs(torch: Any) -> int:
