@@ -19,9 +19,9 @@ entries with ATen that Inductor benchmarks, as the policy decides.
   ops above whose dtypes the model has no rows for gets the lookup's ATen entries; another
   autotuning with ATen choices (grouped mm, mm_plus_mm, scaled mm: Inductor builds their
   choices without asking the handler) keeps only those, through a wrapper of
-  AlgorithmSelectorCache.__call__. Grouped mm's lowering is not even let build its template
-  choices (41 Triton kernels rendered per grouped mm, only to be dropped, cost its compile
-  seconds): its module's template gates answer no. Convolutions keep ATen by
+  AlgorithmSelectorCache.__call__. Grouped mm's lowering does not even build its template
+  choices (some 40 Triton kernels a grouped mm, rendered only to be dropped): its module's
+  template gates answer no. Convolutions keep ATen by
   config.max_autotune_conv_backends = "ATEN". `unranked="inductor"` leaves all of them to
   Inductor's own autotuning.
 - Symbolic sizes are ranked at Inductor's size hints, the example inputs' sizes.
@@ -321,7 +321,7 @@ def aten_only_for_unranked(selector: type) -> None:
     setattr(selector, "__call__", __call__)
 
 
-# Where Inductor (torch 2.11, kernel/mm_grouped.py) asks whether to build grouped mm's
+# Where Inductor (torch/_inductor/kernel/mm_grouped.py) asks whether to build grouped mm's
 # template choices; those this torch does not have are left alone.
 GROUPED_MM_GATES = ("use_triton_template", "use_gluon_template", "use_nv_universal_gemm_template",
                     "use_blackwell_cutedsl_grouped_mm")
@@ -367,8 +367,9 @@ def install(hook: ModelHook) -> None:
     identity = hook.identity()
     settings: list[Setting] = [(torch.compiler.config, "cache_key_tag",
                                 lambda before: f"{before}+{identity}" if before else identity)]
-    if hook.unranked == "aten" and hasattr(inductor_config, "max_autotune_conv_backends"):
-        settings.append((inductor_config, "max_autotune_conv_backends", lambda _: "ATEN"))
+    if hook.unranked == "aten":
+        if hasattr(inductor_config, "max_autotune_conv_backends"):
+            settings.append((inductor_config, "max_autotune_conv_backends", lambda _: "ATEN"))
         settings += grouped_mm_gates()
     hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings,
                                     name=class_name("ModelChoices", identity)))
