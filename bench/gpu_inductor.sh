@@ -19,6 +19,8 @@
 #   bash bench/gpu_inductor.sh build_cli e2e_transformer  #   (held-out log-normal; transformer shapes)
 #   E2E_TABLES="a=lut_a.json b=lut_b.json" bash bench/gpu_inductor.sh e2e_lognormal   # tables exported elsewhere
 #   bash bench/gpu_inductor.sh build_cli models            # the whole-model suite (bench/models), resumed
+#   CALL_SECONDS=590 bash bench/gpu_inductor.sh build test models   # steps in one device call: each timed
+#                                                         #   step gets what the earlier ones left
 # Collections stop cleanly (SIGINT, finished problems saved) after STEP_SECONDS (default 540)
 # and resume on the next call when their output file is in the work tree (exhaustive: or
 # in the build folder of a warm machine). Results, logs
@@ -30,6 +32,9 @@ out=${OUT:-out/gpu}
 build=${BUILD_DIR:-build-gpu}
 cli=$build/src/cli/matmul_toolkit
 step_seconds=${STEP_SECONDS:-540}
+# CALL_SECONDS: the whole command's time (a device call's limit). Each timed step then takes
+# STEP_SECONDS or what the earlier steps left, the less, so that `build test models` fits one call.
+call_seconds=${CALL_SECONDS:-0}
 # use_model (the models step's ours, e2e's E2E_USE_MODEL) loads the C library built here.
 export MMT_RANK_LIBRARY=${MMT_RANK_LIBRARY:-$build/src/cli/libmmt_rank.so}
 # Datasets are named after the GPU (h100 / h200): a call may land on either, and each
@@ -41,6 +46,17 @@ exhaustive_data=${EXHAUSTIVE_DATA:-data/datasets/${gpu}_inductor_exhaustive_logn
 mkdir -p "$out"
 status=0
 export PYTHONUNBUFFERED=1
+
+# Seconds the next step may take: STEP_SECONDS, or what is left of CALL_SECONDS (30 s kept
+# for the results to come back), the less; at least 60.
+step_limit() {
+  local limit=$step_seconds
+  if ((call_seconds > 0)); then
+    local left=$((call_seconds - SECONDS - 30))
+    ((left < limit)) && limit=$left
+  fi
+  echo $((limit < 60 ? 60 : limit))
+}
 
 # Configures with the machine's torch LibTorch (and .deps/msgpack where present), then
 # builds the given targets; the first failure's lines go to stdout.
@@ -81,14 +97,14 @@ step_test() {
   done
 }
 
-# One collection, stopped with SIGINT after step_seconds (it saves what is finished).
+# One collection, stopped with SIGINT after step_limit (it saves what is finished).
 collect_until_time() {
   local name=$1 data=$2 mix=()
   shift 2
   # A set's own --ops / --dtypes replace the default mix (CLI11 appends repeated options).
   [[ " $* " == *" --ops "* ]] || mix+=(--ops mm addmm bmm)
   [[ " $* " == *" --dtypes "* ]] || mix+=(--dtypes bfloat16 float16 float32)
-  timeout -s INT "$step_seconds" "$cli" --seed "${COLLECT_SEED:-42}" --format msgpack collect --backend inductor --quiet \
+  timeout -s INT "$(step_limit)" "$cli" --seed "${COLLECT_SEED:-42}" --format msgpack collect --backend inductor --quiet \
     --log-normal "${mix[@]}" --output "$data" "$@" \
     >"$out/$name.stdout" 2>"$out/$name.log"
   local rc=$?
@@ -332,6 +348,13 @@ e2e_sources() {
   fi
 }
 
+# No problem is started after E2E_BUDGET s (default 420), nor past what CALL_SECONDS leaves.
+e2e_budget() {
+  local budget=${E2E_BUDGET:-420} left
+  left=$(($(step_limit) - 60))
+  echo $((budget < left ? budget : left))
+}
+
 # E2E_RESUME=path/to/lut_e2e.json (an earlier call's, copied into the work tree): go on from
 # it, measuring only the problems it lacks ($OUT starts empty on every call).
 e2e_resume() {
@@ -345,7 +368,7 @@ step_e2e_lognormal() {
   resume=$(e2e_resume "$out/e2e_ln") || { status=1; return; }
   # shellcheck disable=SC2046,SC2086 # e2e_sources is a list of options, resume none or one
   python3 bench/lut_e2e.py $(e2e_sources) --log-normal "${E2E_PROBLEMS:-40}" --seed 2026 --dtypes bfloat16 \
-    --out "$out/e2e_ln" $resume --budget "${E2E_BUDGET:-420}" \
+    --out "$out/e2e_ln" $resume --budget "$(e2e_budget)" \
     >"$out/e2e_ln.txt" 2>"$out/e2e_ln.log" || status=1
   tail -12 "$out/e2e_ln.txt"
 }
@@ -355,7 +378,7 @@ step_e2e_transformer() {
   resume=$(e2e_resume "$out/e2e_tr") || { status=1; return; }
   # shellcheck disable=SC2046,SC2086 # e2e_sources is a list of options, resume none or one
   python3 bench/lut_e2e.py $(e2e_sources) --shapeset data/shapesets/transformer_shapes.json \
-    --every "${E2E_EVERY:-3}" --out "$out/e2e_tr" $resume --budget "${E2E_BUDGET:-420}" \
+    --every "${E2E_EVERY:-3}" --out "$out/e2e_tr" $resume --budget "$(e2e_budget)" \
     >"$out/e2e_tr.txt" 2>"$out/e2e_tr.log" || status=1
   tail -12 "$out/e2e_tr.txt"
 }
@@ -367,12 +390,14 @@ step_e2e_transformer() {
 # back under $out. Copy the two files into the work tree before the next call to go on.
 # MODELS_FRESH=1 measures the asked workloads again, results or not (after a change).
 step_models() {
-  local budget=$((step_seconds > 180 ? step_seconds - 90 : 90))
+  local limit budget
+  limit=$(step_limit)
+  budget=$((limit > 180 ? limit - 90 : 90))
   # shellcheck disable=SC2086 # the lists are lists of words
-  timeout -s TERM "$step_seconds" python3 bench/models/suite.py --mmt "$cli" \
+  timeout -s TERM "$limit" python3 bench/models/suite.py --mmt "$cli" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \
     ${MODELS_FRESH:+--fresh} \
-    --budget "$budget" --workload-timeout "$step_seconds" --out "$out/models" >"$out/models.txt" 2>"$out/models.log" ||
+    --budget "$budget" --workload-timeout "$limit" --out "$out/models" >"$out/models.txt" 2>"$out/models.log" ||
     status=1
   tail -40 "$out/models.txt"
   cp bench/models/results_h200.json data/shapesets/model_suite.json "$out/" 2>/dev/null
