@@ -812,11 +812,14 @@ class VariantProcess:
     """The workload's process's handle on one variant's process (multiprocessing, spawned:
     a fresh interpreter with CUDA and Dynamo of its own)."""
 
+    CLOSE_WAIT_S = 30.0
+
     def __init__(self, args: argparse.Namespace, w: W.Workload, v: Variant) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")
         self.name = v.name
+        self.owed = 0  # requests sent and not yet answered
         self.conn, theirs = context.Pipe()
         self.process = context.Process(target=variant_main, args=(theirs, args, w.name, v.name),
                                        name=f"{w.name} {v.name}")
@@ -828,12 +831,21 @@ class VariantProcess:
             self.conn.send(message)
         except OSError:
             self.died()
+        self.owed += 1
 
-    def reply(self) -> Any:
+    def take(self, limit: Optional[float] = None) -> Any:
+        """The answer to the oldest request, as sent (waiting at most `limit` s where given)."""
         try:
+            if limit is not None and not self.conn.poll(limit):
+                raise VariantFailed(f"the {self.name} process gave no answer in {limit:.0f} s")
             answer = self.conn.recv()
         except (EOFError, OSError):
             self.died()
+        self.owed -= 1
+        return answer
+
+    def reply(self) -> Any:
+        answer = self.take()
         if isinstance(answer, dict) and "failure" in answer:
             raise VariantFailed(answer["failure"])
         return answer
@@ -847,9 +859,14 @@ class VariantProcess:
         raise VariantFailed(f"the {self.name} process died (exit code {self.process.exitcode})")
 
     def close(self) -> None:
+        """Takes the answers still owed (requests the workload's process gave up on), asks the
+        process to close, and kills it where an answer or its exit takes over CLOSE_WAIT_S."""
         with contextlib.suppress(VariantFailed):
-            self.request("close")
-        self.process.join(30)
+            while self.owed > 0:
+                self.take(self.CLOSE_WAIT_S)
+            self.send("close")
+            self.take(self.CLOSE_WAIT_S)
+        self.process.join(self.CLOSE_WAIT_S)
         if self.process.is_alive():
             self.process.kill()
             self.process.join()

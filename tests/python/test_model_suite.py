@@ -12,7 +12,7 @@ import sys
 import textwrap
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -743,3 +743,46 @@ def test_a_variant_that_changes_the_benchmarker_times_its_own_aten_kernels(tmp_p
     variants = json.loads(record.read_text())["variants"]
     assert variants["ours+noflush"]["in_graph"] == {"seen": ["ours+noflush"]}
     assert variants["ours"]["in_graph"] == {"seen": ["default", "ours"]}  # not the unflushed timings
+
+
+class FakeProcess:
+    """A variant's process as VariantProcess.close sees it: it exits when joined, unless hung."""
+
+    def __init__(self, hung: bool = False) -> None:
+        self.alive, self.killed, self.hung = True, False, hung
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        self.alive = self.alive and self.hung
+
+    def is_alive(self) -> bool:
+        return self.alive
+
+    def kill(self) -> None:
+        self.killed, self.alive = True, False
+
+
+def handle_over_a_pipe(hung: bool = False) -> tuple[Any, Any]:
+    import multiprocessing
+
+    handle = object.__new__(suite.VariantProcess)
+    handle.name, handle.owed, handle.process = "ours", 0, FakeProcess(hung)
+    handle.conn, theirs = multiprocessing.Pipe()
+    return handle, theirs
+
+
+def test_closing_takes_the_answers_still_owed_before_its_own() -> None:
+    handle, theirs = handle_over_a_pipe()
+    handle.send("prepare")  # given up on: its answer comes before close's
+    theirs.send(None)
+    theirs.send({"failure": "closing"})  # the answer to close
+    handle.close()
+    assert [theirs.recv(), theirs.recv()] == [("prepare",), ("close",)]
+    assert handle.owed == 0 and not handle.process.killed
+
+
+def test_a_process_that_does_not_answer_is_killed_at_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suite.VariantProcess, "CLOSE_WAIT_S", 0.05)
+    handle, theirs = handle_over_a_pipe(hung=True)
+    handle.send("compile", {})
+    handle.close()
+    assert handle.process.killed
