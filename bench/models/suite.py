@@ -236,7 +236,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--budget", type=float, default=0.0, help="seconds: start no workload after this (0: none)")
     p.add_argument("--workload-timeout", type=float, default=3000.0,
                    help="seconds one workload's process may take before it is stopped (default 3000)")
-    p.add_argument("--rounds", type=int, default=10, help="timed rounds per variant; median taken (default 10)")
+    p.add_argument("--rounds", type=int, default=10,
+                   help="timed rounds per variant, rounded up to a multiple of the variants; median taken (default 10)")
     p.add_argument("--calls", type=int, default=10, help="fewest calls per timed round (default 10)")
     p.add_argument("--round-ms", type=float, default=25.0,
                    help="more calls per round until a round lasts about this long (default 25 ms)")
@@ -887,8 +888,9 @@ def interleaved_rounds(timers: dict[Any, Any], rounds: int, fewest: int, round_m
     turns: round r runs each turn once, in an order rotated by r, so that a drift of the GPU
     (its clocks, its temperature) falls on every variant alike. A turn is the timers of one
     `turn_of` (a variant's sequence lengths), run one after the other. Calls a round: at least
-    `fewest`, enough for about `round_ms`. `after_round` sees the times so far. Returns (each
-    timer's rounds, the failures of those that failed)."""
+    `fewest`, enough for about `round_ms`. At least `rounds` rounds, a multiple of the turns.
+    `after_round` sees the times so far. Returns (each timer's rounds, the failures of those
+    that failed)."""
     times: Times = {key: [] for key in timers}
     failed: dict[Any, str] = {}
     calls: dict[Any, int] = {}
@@ -902,7 +904,9 @@ def interleaved_rounds(timers: dict[Any, Any], rounds: int, fewest: int, round_m
         if key not in failed:
             turns.setdefault(turn_of(key), []).append(key)
     order = list(turns)
-    for r in range(rounds if order else 0):
+    # Each turn at each place of the rotation equally often: rounds a multiple of the turns.
+    rounds = math.ceil(rounds / len(order)) * len(order) if order else 0
+    for r in range(rounds):
         for turn in order[r % len(order):] + order[:r % len(order)]:
             for key in turns[turn]:
                 if key in failed:

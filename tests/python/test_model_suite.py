@@ -607,7 +607,7 @@ def test_a_variant_that_fails_while_timed_drops_out_and_the_others_go_on() -> No
     timers = {"default": FakeTimer("default", 1.0, log), "ours": FakeTimer("ours", 1.0, log, fail_at=2)}
     times, failed = suite.interleaved_rounds(timers, rounds=3, fewest=10, round_ms=0.0)
     assert failed == {"ours": "the ours process died (exit code -9)"}
-    assert len(times["default"]) == 3 and len(times["ours"]) == 1
+    assert len(times["default"]) == 4 and len(times["ours"]) == 1  # 3 rounds, rounded up to 2 turns
 
 
 class FakeVariantProcess:
@@ -675,14 +675,15 @@ def test_the_workload_process_compiles_each_variant_alone_then_times_them_togeth
         "eager_call_ms default", "compile default", "compile ours", "compile max_autotune", "compile table@isolated"]
     assert log.index("compile table@isolated") < log.index("probe default")
     assert document["environment"] == {"device": "Fake GPU"} and document["eager_call_ms"] == 7.0
-    assert variants["ours"]["ms"] == pytest.approx(0.9) and len(variants["ours"]["rounds_ms"]) == 10
+    # 10 rounds, rounded up to a multiple of the 3 variants timed
+    assert variants["ours"]["ms"] == pytest.approx(0.9) and len(variants["ours"]["rounds_ms"]) == 12
     assert variants["ours"]["default_ms"] == pytest.approx(1.0)  # stamped with its run's default
     # A variant whose process died or failed to compile is closed at once and timed nowhere;
     # one with a wrong result is timed (its rounds kept) but has no runtime.
     assert variants["max_autotune_gemm"]["error"] == "prepare: the max_autotune_gemm process died (exit code -9)"
     assert variants["max_autotune"]["error"] == "RuntimeError: out of memory"
     assert "rounds_ms" not in variants["max_autotune"]
-    assert variants["table@isolated"]["ms"] is None and len(variants["table@isolated"]["rounds_ms"]) == 10
+    assert variants["table@isolated"]["ms"] is None and len(variants["table@isolated"]["rounds_ms"]) == 12
     # Profiled one after the other, the ATen timings passed on.
     assert variants["default"]["in_graph"] == {"seen": ["default"]}
     assert variants["table@isolated"]["in_graph"] == {"seen": ["default", "ours", "table@isolated"]}
