@@ -328,12 +328,13 @@ GROUPED_MM_GATES = ("use_triton_template", "use_gluon_template", "use_nv_univers
 
 
 def closed_while_aten(name: str, gate: Callable[..., Any]) -> Callable[..., Any]:
-    """`gate`, answering False while the newest hook runs what it does not rank on ATen; each
-    time that keeps templates from being built, explain() says so."""
+    """`gate`, answering False while the newest hook runs what it does not rank on ATen and
+    Inductor offers the ATen choice (else the templates are all there is); each time that
+    keeps templates from being built, explain() says so."""
     @functools.wraps(gate)
     def closed(*args: Any, **kwargs: Any) -> Any:
         hook = _INSTALLED[-1] if _INSTALLED else None
-        if hook is None or hook.unranked != "aten":
+        if hook is None or hook.unranked != "aten" or not aten_offered():
             return gate(*args, **kwargs)
         try:
             if gate(*args, **kwargs):
@@ -344,6 +345,16 @@ def closed_while_aten(name: str, gate: Callable[..., Any]) -> Callable[..., Any]
         return False
 
     return closed
+
+
+def aten_offered() -> bool:
+    """Whether Inductor's GEMM backends include ATen (max_autotune_gemm_backends)."""
+    try:
+        from torch._inductor.utils import use_aten_gemm_kernels
+
+        return bool(use_aten_gemm_kernels())
+    except Exception:
+        return False
 
 
 def grouped_mm_gates() -> list[Setting]:

@@ -158,7 +158,8 @@ def test_an_error_falls_back_to_inductor_with_one_warning() -> None:
 def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
     """torch's CUDA query, compiler config, and Inductor's config, V and LookupTableChoices."""
     handlers = threading.local()
-    config = types.SimpleNamespace(inductor_choices_class=None, max_autotune_conv_backends="ATEN,TRITON")
+    config = types.SimpleNamespace(inductor_choices_class=None, max_autotune_conv_backends="ATEN,TRITON",
+                                   max_autotune_gemm_backends="ATEN,TRITON")
 
     class InductorChoices:
         pass
@@ -187,6 +188,7 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
         def __call__(self, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
             return [c.name for c in choices]
 
+    utils = types.SimpleNamespace(use_aten_gemm_kernels=lambda: "ATEN" in config.max_autotune_gemm_backends)
     kernel, mm_grouped = types.ModuleType("torch._inductor.kernel"), types.ModuleType("torch._inductor.kernel.mm_grouped")
     mm_grouped.use_triton_template = lambda layout: layout == "cuda"  # type: ignore[attr-defined]
     kernel.mm_grouped = mm_grouped  # type: ignore[attr-defined]
@@ -201,7 +203,8 @@ def fake_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
                "torch._inductor.select_algorithm": types.SimpleNamespace(AlgorithmSelectorCache=AlgorithmSelectorCache,
                                                                          ExternKernelChoice=ExternKernelChoice),
                "torch._inductor.virtualized": types.SimpleNamespace(V=FakeV()),
-               "torch._inductor.kernel": kernel, "torch._inductor.kernel.mm_grouped": mm_grouped}
+               "torch._inductor.kernel": kernel, "torch._inductor.kernel.mm_grouped": mm_grouped,
+               "torch._inductor.utils": utils}
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(modules["torch._inductor"], "config", config, raising=False)
@@ -390,6 +393,10 @@ def test_grouped_mm_builds_no_templates_while_the_hook_runs_it_on_aten(fake_torc
         with model_hook.use_model(unranked="inductor"):  # the newest hook decides
             assert mm_grouped.use_triton_template("cuda") is True
         assert mm_grouped.use_triton_template("cuda") is False
+        config = sys.modules["torch._inductor.config"]
+        config.max_autotune_gemm_backends = "TRITON"  # no ATen choice: the templates are all there is
+        assert mm_grouped.use_triton_template("cuda") is True
+        config.max_autotune_gemm_backends = "ATEN,TRITON"
     assert mm_grouped.use_triton_template is original
     with model_hook.use_model(unranked="inductor"):
         assert mm_grouped.use_triton_template is original
