@@ -23,9 +23,12 @@ ATTENTION = "attention"
 CONVOLUTION = "convolution"
 OTHER_GEMM = "other_gemm"
 OTHER = "other"
+VERSUS_TOLERANCE = 0.05  # a Triton choice faster or slower than cuBLAS in the graph by more than this
 CATEGORIES = (GEMM, ATTENTION, CONVOLUTION, OTHER_GEMM, OTHER)
 
 _TRITON_TEMPLATE = re.compile(r"^triton_tem_")
+_TRITON_CONVOLUTION = re.compile(r"_convolution(_|$)")
+_TRITON_GEMM_OP = re.compile(r"_(mm|addmm|bmm|baddbmm|_int_mm)(_|$)")
 _ATTENTION = re.compile(r"fmha|flash|sdpa|attention|Attention", re.IGNORECASE)
 _CONVOLUTION = re.compile(r"conv|fprop|dgrad|wgrad|cudnn", re.IGNORECASE)
 _OTHER_GEMM = re.compile(r"GroupProblemShape|grouped_gemm|grouped_mm", re.IGNORECASE)
@@ -36,7 +39,8 @@ _SPLIT_K_REDUCE = re.compile(r"splitKreduce|reduce_kernel.*splitK", re.IGNORECAS
 def category(name: str) -> str:
     """The category of one device kernel, by its name."""
     if _TRITON_TEMPLATE.search(name):
-        return GEMM
+        # Inductor's convolution template (max_autotune_gemm autotunes convolutions too)
+        return CONVOLUTION if _TRITON_CONVOLUTION.search(name) and not _TRITON_GEMM_OP.search(name) else GEMM
     if name.startswith("triton_"):  # Inductor's own pointwise, reduction, persistent kernels
         return OTHER
     if _ATTENTION.search(name):
@@ -178,6 +182,84 @@ def report(kernels: Sequence[tuple[str, float]], calls: int, records: Sequence[d
     return out
 
 
+def _per_problem(report_: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A report's problems merged over the kinds that ran: count, µs a call, the kinds."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in report_.get("problems", []):
+        entry = out.setdefault(p["problem"], {"count": 0, "total_us": 0.0, "ran": []})
+        entry["count"] += p["count"]
+        entry["total_us"] += p["total_us"]
+        entry["ran"].append(p["ran"])
+    return out
+
+
+def versus(base: dict[str, Any], other: dict[str, Any], tolerance: float = VERSUS_TOLERANCE) -> Optional[dict[str, Any]]:
+    """One variant's in-graph report against another's (default torch.compile's: cuBLAS for
+    every GEMM), both attributed: per GEMM problem that ran Triton in `other`, its µs a call in
+    each (a Triton template's kernel holds the prologue and epilogue it fused, which `base` runs
+    as other kernels: the categories' totals settle what fusion moved), and the problems on
+    which Triton ran faster or slower than `base` by more than `tolerance`. None when either
+    report is not attributed."""
+    if "problems" not in base or "problems" not in other:
+        return None
+    mine, theirs = _per_problem(other), _per_problem(base)
+    rows = []
+    for problem, entry in mine.items():
+        if "triton" not in entry["ran"] or problem not in theirs:
+            continue
+        base_us, other_us = theirs[problem]["total_us"], entry["total_us"]
+        rows.append({"problem": problem, "count": entry["count"], "base_us": base_us, "other_us": other_us,
+                     "ratio": other_us / base_us if base_us else None, "saved_us": base_us - other_us})
+    faster = [r for r in rows if r["ratio"] is not None and r["ratio"] < 1 - tolerance]
+    slower = [r for r in rows if r["ratio"] is not None and r["ratio"] > 1 + tolerance]
+    b, o = base["breakdown_us"], other["breakdown_us"]
+    return {"delta_us": {c: o[c] - b[c] for c in (*CATEGORIES, "total")},
+            "triton_gemms": sum(r["count"] for r in rows), "gemms": sum(e["count"] for e in mine.values()),
+            "triton_problems": rows, "faster": faster, "slower": slower,
+            "faster_saved_us": sum(r["saved_us"] for r in faster)}
+
+
+def triton_wins(document: dict[str, Any], base: str = "default",
+                tolerance: float = VERSUS_TOLERANCE) -> dict[str, Optional[list[dict[str, Any]]]]:
+    """Per workload, the GEMM problems on which a Triton choice of any variant ran faster in the
+    graph than `base`'s cuBLAS, each with the variant that saved the most, largest saving first: [] where none did (there "never
+    slower than default" is the bar), None where no variant ran Triton against an attributed
+    `base` report."""
+    out: dict[str, Optional[list[dict[str, Any]]]] = {}
+    for name, variants in document.get("workloads", {}).items():
+        reference = (variants.get(base) or {}).get("in_graph")
+        found: Optional[list[dict[str, Any]]] = None
+        for variant, result in variants.items():
+            report_ = result.get("in_graph") if isinstance(result, dict) and variant != base else None
+            against = versus(reference, report_, tolerance) if reference and report_ else None
+            if against is None or not against["triton_problems"]:
+                continue
+            found = (found or []) + [r | {"variant": variant} for r in against["faster"]]
+        if found is None:
+            out[name] = None
+            continue
+        best: dict[str, dict[str, Any]] = {}
+        for r in found:  # each problem once, with the variant that saved the most
+            if r["problem"] not in best or r["saved_us"] > best[r["problem"]]["saved_us"]:
+                best[r["problem"]] = r
+        out[name] = sorted(best.values(), key=lambda r: -r["saved_us"])
+    return out
+
+
+def _versus_lines(against: dict[str, Any], tolerance: float) -> list[str]:
+    d = against["delta_us"]
+    lines = ["   against default, device µs a call: " + ", ".join(f"{c} {d[c]:+.1f}" for c in (GEMM, OTHER, "total"))
+             + f"; Triton ran {against['triton_gemms']} of {against['gemms']} GEMMs"]
+    for label, rows in (("faster", against["faster"]), ("slower", against["slower"])):
+        if rows:
+            saved = sum(r["saved_us"] for r in rows)
+            lines.append(f"   Triton {label} than default's cuBLAS by more than {tolerance:.0%} on {len(rows)} "
+                         f"problem(s): {abs(saved):.1f} µs a call {'saved' if saved >= 0 else 'lost'}")
+            lines += [f"     {r['problem']:<36} x{r['count']:<3} {r['other_us']:8.1f} against {r['base_us']:8.1f} µs"
+                      f" ({r['ratio']:.2f}x)" for r in sorted(rows, key=lambda r: -abs(r["saved_us"]))]
+    return lines
+
+
 def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
     """The in-graph reports of a results document as text: per workload and variant the
     device time per category, then each GEMM problem's in-graph time beside Inductor's
@@ -197,6 +279,8 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
             if "problems" not in report_:
                 lines.append(f"   GEMMs not attributed: {report_.get('unattributed', '')}")
                 continue
+            reference = (variants.get("default") or {}).get("in_graph")
+            against = versus(reference, report_) if reference and variant != "default" else None
             for p in report_["problems"]:
                 isolated = "–" if p["isolated_us"] is None else f"{p['isolated_us']:.1f}"
                 gated = "" if p.get("gated_us") is None else f", without launch {p['gated_us']:.1f} µs"
@@ -204,4 +288,15 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                 mark = "" if ratio is None else f" ({ratio:.2f}x{' !' if abs(ratio - 1) > tolerance else ''})"
                 lines.append(f"   {p['problem']:<36} {p['ran']:<6} x{p['count']:<3} in graph {p['in_graph_us']:8.1f} µs"
                              f", isolated {isolated:>8} µs{mark}{gated}  {p['kernel'][:48]}")
+            if against is not None and against["triton_problems"]:
+                lines += _versus_lines(against, VERSUS_TOLERANCE)
+    wins = triton_wins(document, tolerance=VERSUS_TOLERANCE)
+    if any(v is not None for v in wins.values()):
+        lines.append("== Triton against cuBLAS in the graph (the problems where a variant ran Triton)")
+        for name, found in wins.items():
+            if found is None:
+                continue
+            best = ", ".join(f"{r['problem']} ({r['variant']}, {r['saved_us']:.1f} µs)" for r in found[:3])
+            lines.append(f"   {name:<20} " + (f"faster on {len(found)}: {best}" if found
+                                              else "no Triton choice ran faster than cuBLAS"))
     return "\n".join(lines)

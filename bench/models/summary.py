@@ -59,6 +59,19 @@ def compare(results: dict[str, dict[str, Any]], variant: str, reference: str) ->
     return {"speed": r["ms"] / v["ms"], "compile": ratio(v["compile_s"], r["compile_s"]) or math.nan}
 
 
+def device_speed(results: dict[str, dict[str, Any]], variant: str, reference: str) -> Optional[float]:
+    """`reference`'s device time a call over `variant`'s (> 1: the variant's kernels take less),
+    from the in-graph profiles of one run: the kernels alone, without the host's gaps that the
+    timed rounds include; None unless both were profiled in the same process run."""
+    v, r = results.get(variant), results.get(reference)
+    if not usable(v) or not usable(r) or v is None or r is None or v.get("run") != r.get("run"):
+        return None
+    totals = [((x.get("in_graph") or {}).get("breakdown_us") or {}).get("total") for x in (r, v)]
+    if not all(isinstance(t, (int, float)) and t > 0 for t in totals):
+        return None
+    return totals[0] / totals[1]
+
+
 def variant_names(document: dict[str, Any]) -> list[str]:
     """Every variant in the document, default first, max-autotune second, then first-seen order."""
     names: dict[str, None] = {DEFAULT: None, MAX_AUTOTUNE: None}
@@ -84,10 +97,11 @@ def summarize(document: dict[str, Any]) -> dict[str, Any]:
             rows[name] = {"speed_vs_default": vs_default["speed"] if vs_default else None,
                           "compile_vs_default": vs_default["compile"] if vs_default else None,
                           "speed_vs_max_autotune": vs_autotune["speed"] if vs_autotune else None,
-                          "compile_vs_max_autotune": vs_autotune["compile"] if vs_autotune else None}
+                          "compile_vs_max_autotune": vs_autotune["compile"] if vs_autotune else None,
+                          "device_vs_default": device_speed(results, variant, DEFAULT)}
         column: dict[str, list[float]] = {key: [v for r in rows.values() if (v := r[key]) is not None]
                   for key in ("speed_vs_default", "compile_vs_default", "speed_vs_max_autotune",
-                              "compile_vs_max_autotune")}
+                              "compile_vs_max_autotune", "device_vs_default")}
         entry: dict[str, Any] = {
             "workloads": rows,
             "measured": sum(1 for n, r in workloads.items() if usable(r.get(variant))),
@@ -98,6 +112,9 @@ def summarize(document: dict[str, Any]) -> dict[str, Any]:
             "speed_vs_max_autotune_min": min(column["speed_vs_max_autotune"], default=None),
             "compile_vs_default_max": max(column["compile_vs_default"], default=None),
             "compile_vs_max_autotune_max": max(column["compile_vs_max_autotune"], default=None),
+            "device_vs_default_geomean": geomean(column["device_vs_default"]),
+            "device_vs_default_min": min(column["device_vs_default"], default=None),
+            "device_vs_default_measured": len(column["device_vs_default"]),
         }
         if variant not in (DEFAULT, MAX_AUTOTUNE):
             entry["targets"] = targets_met(entry, len(workloads))
@@ -169,6 +186,9 @@ def overview(summary: dict[str, Any]) -> str:
                 f"{fmt(s['speed_vs_max_autotune_geomean'])} (min {fmt(s['speed_vs_max_autotune_min'])}); compile vs "
                 f"default at most {fmt(s['compile_vs_default_max'], '.2f')}x, vs max-autotune at most "
                 f"{fmt(s['compile_vs_max_autotune_max'], '.2f')}x")
+        if s.get("device_vs_default_measured") and variant != DEFAULT:
+            line += (f"; device time vs default geomean {fmt(s['device_vs_default_geomean'])} "
+                     f"(min {fmt(s['device_vs_default_min'])}, {s['device_vs_default_measured']} profiled)")
         if s["failed"]:
             line += f"; failed: {', '.join(s['failed'])}"
         if "targets" in s:

@@ -292,6 +292,22 @@ def test_the_table_lists_every_variant_with_its_speeds() -> None:
     assert "| a | 2.000, 10.0 | 2.500, 100.0 | 1.600, 12.0 | 0.800 / – | 1.250 / 1.562 |" in lines
 
 
+def test_device_time_compares_the_profiles_of_one_run_only() -> None:
+    def profiled(ms: float, total_us: float, run: str) -> dict[str, Any]:
+        return result(ms, 5.0, run=run, in_graph={"breakdown_us": {"total": total_us}})
+
+    document = {"workloads": {
+        "a": {"default": profiled(2.0, 1800.0, "r1"), "ours": profiled(1.8, 1500.0, "r1")},
+        "b": {"default": profiled(1.0, 900.0, "r1"), "ours": profiled(1.1, 1000.0, "r2")},  # other runs
+        "c": {"default": result(1.0, 5.0), "ours": result(1.0, 5.0)},  # not profiled
+    }}
+    s = S.summarize(document)["ours"]
+    assert s["workloads"]["a"]["device_vs_default"] == pytest.approx(1.2)
+    assert s["workloads"]["b"]["device_vs_default"] is None and s["workloads"]["c"]["device_vs_default"] is None
+    assert s["device_vs_default_measured"] == 1 and s["device_vs_default_min"] == pytest.approx(1.2)
+    assert "device time vs default geomean 1.200 (min 1.200, 1 profiled)" in S.overview(S.summarize(document))
+
+
 # -------------------------------------------------------------------------------- in graph
 def test_kernels_fall_into_categories_by_name() -> None:
     assert G.category("triton_tem_fused_addmm_gelu_0") == G.GEMM
@@ -305,6 +321,9 @@ def test_kernels_fall_into_categories_by_name() -> None:
     assert G.category("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_cudnn") == G.CONVOLUTION
     assert G.category("_ZN7cutlass13device_kernelIN2at4cuda6detail25GroupProblemShapeIN4cute") == G.OTHER_GEMM
     assert G.category("Memcpy DtoD (Device -> Device)") == G.OTHER
+    # Inductor's convolution template (max_autotune_gemm autotunes convolutions) is no GEMM.
+    assert G.category("triton_tem_fused_convolution_0") == G.CONVOLUTION
+    assert G.category("triton_tem_fused_addmm_convolution_relu_2") == G.GEMM
 
 
 def test_a_split_k_reduction_belongs_to_the_gemm_before_it() -> None:
@@ -353,6 +372,55 @@ def test_unpaired_gemm_kernels_are_reported_by_name() -> None:
     assert "2 GEMM kernels in a call against 1 GEMMs lowered" in out["unattributed"]
     assert out["gemm_kernels_by_name"] == {"nvjet_x": {"count": 2, "total_us": 7.0}}
     assert "error" in G.report([("a", 1.0)], 2, [])
+
+
+def in_graph(call: list[tuple[str, float]], records: list[dict[str, Any]]) -> dict[str, Any]:
+    return G.report(call, 1, records)
+
+
+def test_a_variant_is_judged_against_defaults_cublas_in_the_graph() -> None:
+    shapes = [record("mm_nt", 3152, 2304, 768), record("addmm_nt", 3152, 768, 768), record("mm", 64, 512, 1)]
+    base = in_graph([("nvjet_a", 18.0), ("triton_poi_fused_ln_0", 10.0), ("nvjet_b_bias", 8.0),
+                     ("cutlass::Kernel2<sgemm>", 3.0)], shapes)
+    # Triton on all three: 1.5x slower on the first (its template fused the layer norm, whose
+    # kernel is gone), within 5 % on the second, faster on the rotary mm.
+    other = in_graph([("triton_tem_fused_mm_ln_0", 27.0), ("triton_tem_fused_addmm_1", 8.2),
+                      ("triton_tem_fused_mm_2", 1.8)], shapes)
+    against = G.versus(base, other)
+    assert against is not None
+    assert against["delta_us"]["gemm"] == pytest.approx(37.0 - 29.0)
+    assert against["delta_us"]["other"] == pytest.approx(-10.0) and against["delta_us"]["total"] == pytest.approx(-2.0)
+    assert against["triton_gemms"] == 3 and against["gemms"] == 3
+    assert [r["problem"] for r in against["faster"]] == ["mm 64x512x1 bfloat16"]
+    assert [r["problem"] for r in against["slower"]] == ["mm_nt 3152x2304x768 bfloat16"]
+    assert against["faster_saved_us"] == pytest.approx(1.2)
+    assert against["slower"][0]["ratio"] == pytest.approx(1.5)
+    # Not attributed on either side: no comparison.
+    assert G.versus(base, G.report([("nvjet_x", 1.0)], 1, shapes)) is None
+
+
+def test_triton_wins_names_each_problem_once_or_says_none_won() -> None:
+    shapes = [record("bmm", 256, 256, 64), record("mm_nt", 1024, 1024, 1024)]
+    base = in_graph([("cutlass::Kernel2<sgemm>", 60.0), ("nvjet_a", 20.0)], shapes)
+    document = {"workloads": {
+        "bert": {"default": result(1.0, 5.0, in_graph=base),
+                 "ours": result(0.9, 5.0, in_graph=in_graph([("triton_tem_fused_bmm_0", 48.0), ("nvjet_a", 20.0)],
+                                                            shapes)),
+                 "max_autotune": result(1.1, 90.0, in_graph=in_graph(
+                     [("triton_tem_fused_bmm_0", 45.0), ("triton_tem_fused_mm_1", 30.0)], shapes))},
+        "vit": {"default": result(1.0, 5.0, in_graph=base),
+                "max_autotune": result(1.3, 90.0, in_graph=in_graph(
+                    [("triton_tem_fused_bmm_0", 61.0), ("triton_tem_fused_mm_1", 30.0)], shapes))},
+        "gpt2": {"default": result(1.0, 5.0, in_graph=base), "ours": result(1.0, 5.0, in_graph=base)},
+    }}
+    wins = G.triton_wins(document)
+    assert [(r["problem"], r["variant"]) for r in wins["bert"]] == [("bmm 256x256x64 bfloat16", "max_autotune")]
+    assert wins["bert"][0]["saved_us"] == pytest.approx(15.0)
+    assert wins["vit"] == [] and wins["gpt2"] is None
+    text = G.text(document)
+    assert "   bert                 faster on 1: bmm 256x256x64 bfloat16 (max_autotune, 15.0 µs)" in text
+    assert "   vit                  no Triton choice ran faster than cuBLAS" in text
+    assert "Triton slower than default's cuBLAS by more than 5% on 1 problem(s): 10.0 µs a call lost" in text
 
 
 # ------------------------------------------------------------------------ resume (parent)
