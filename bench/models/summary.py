@@ -66,10 +66,10 @@ def device_speed(results: dict[str, dict[str, Any]], variant: str, reference: st
     v, r = results.get(variant), results.get(reference)
     if not usable(v) or not usable(r) or v is None or r is None or v.get("run") != r.get("run"):
         return None
-    totals = [((x.get("in_graph") or {}).get("breakdown_us") or {}).get("total") for x in (r, v)]
-    if not all(isinstance(t, (int, float)) and t > 0 for t in totals):
+    base, mine = (((x.get("in_graph") or {}).get("breakdown_us") or {}).get("total") for x in (r, v))
+    if not (isinstance(base, (int, float)) and isinstance(mine, (int, float)) and base > 0 and mine > 0):
         return None
-    return totals[0] / totals[1]
+    return base / mine
 
 
 def variant_names(document: dict[str, Any]) -> list[str]:
