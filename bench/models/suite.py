@@ -52,8 +52,9 @@ calls (none is expected).
 Results: --results (default bench/models/results_h200.json), rewritten after every workload:
 {"device", "torch", ..., "workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}}, and per
 workload OUT/NAME/ (the shapeset of its GEMMs, the tables, the child's log). A workload already
-in the results with every asked variant is kept (--fresh measures it again); after --budget
-seconds no workload starts, and Ctrl-C keeps what is finished: a later run goes on.
+in the results with every asked variant is kept (--fresh measures it again); a workload not
+expected to end within --budget seconds is left for a later run, and Ctrl-C keeps what is
+finished: a later run goes on.
 """
 
 from __future__ import annotations
@@ -233,7 +234,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "models"),
                    help="folder for shapesets, tables and logs (default $OUT/models)")
     p.add_argument("--fresh", action="store_true", help="measure every asked workload again")
-    p.add_argument("--budget", type=float, default=0.0, help="seconds: start no workload after this (0: none)")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="seconds this run may take: a workload starts only if it is expected to end by then "
+                        "(its earlier compile times, else its variants' elsewhere, plus a minute; 0: no limit)")
     p.add_argument("--workload-timeout", type=float, default=3000.0,
                    help="seconds one workload's process may take before it is stopped (default 3000)")
     p.add_argument("--rounds", type=int, default=10,
@@ -333,9 +336,11 @@ def run_parent(args: argparse.Namespace) -> int:
     try:
         for i, (w, variants) in enumerate(todo):
             elapsed = time.monotonic() - start
-            if i and args.budget and elapsed > args.budget:  # the first always starts: a run makes progress
-                print(f"--budget: {len(todo) - i} workloads left for a later run", file=sys.stderr)
-                break
+            expected = expected_seconds(document, w.name, variants)
+            if i and args.budget and elapsed + expected > args.budget:  # the first always starts: progress
+                print(f"--budget: {w.name} left for a later run (about {expected:.0f} s, "
+                      f"{max(0.0, args.budget - elapsed):.0f} s left)", file=sys.stderr)
+                continue
             folder = os.path.join(args.out, w.name)
             os.makedirs(folder, exist_ok=True)
             record_path = os.path.join(folder, "record.json")
@@ -375,6 +380,25 @@ def run_parent(args: argparse.Namespace) -> int:
     print()
     print(summary.overview(document["summary"]))
     return status
+
+
+WORKLOAD_OVERHEAD_S = 60.0  # a workload process's start-up, eager reference, rounds and profile
+
+
+def expected_seconds(document: dict[str, Any], name: str, variants: list[Variant]) -> float:
+    """About how long a workload's process takes: per variant its compile time in the results,
+    else the median of that variant's compile times in the other workloads (max-autotune's
+    take minutes), plus WORKLOAD_OVERHEAD_S."""
+    workloads = document.get("workloads", {})
+    total = WORKLOAD_OVERHEAD_S
+    for v in variants:
+        own = workloads.get(name, {}).get(v.name)
+        if summary.usable(own):
+            total += own["compile_s"]
+            continue
+        others = [r[v.name]["compile_s"] for r in workloads.values() if summary.usable(r.get(v.name))]
+        total += statistics.median(others) if others else 0.0
+    return total
 
 
 def gather_shapes(path: str, workload_shapeset: str) -> None:

@@ -534,6 +534,22 @@ def test_the_budget_starts_no_workload_after_it(fake_suite: Any) -> None:
     assert runs.read_text().split() == ["llama_prefill"]
 
 
+def test_the_budget_leaves_a_workload_expected_to_outlast_it_and_goes_on(fake_suite: Any) -> None:
+    run, results, runs = fake_suite
+    # vit_b_16's max-autotune compiled for 1000 s last time: it cannot end inside 100 s, while
+    # bert_base (nothing known: the medians of its variants' compile times elsewhere, 2 s) can.
+    cheap = {"default": result(1.0, 2.0), "max_autotune": result(1.2, 2.0)}
+    results.write_text(json.dumps({"workloads": {
+        "vit_b_16": {"default": result(1.0, 10.0), "max_autotune": result(1.2, 1000.0)},
+        "gpt2_prefill": cheap, "t5_small": cheap}}))
+    assert run("--workloads", "llama_prefill", "vit_b_16", "bert_base", "--fresh", "--budget", "100") == 0
+    assert runs.read_text().split() == ["llama_prefill", "bert_base"]
+    vit = [suite.parse_variant("default"), suite.parse_variant("max_autotune")]
+    document = json.loads(results.read_text())
+    assert suite.expected_seconds(document, "vit_b_16", vit) == pytest.approx(suite.WORKLOAD_OVERHEAD_S + 1010.0)
+    assert suite.expected_seconds(document, "mistral_decode", vit) == pytest.approx(suite.WORKLOAD_OVERHEAD_S + 4.0)
+
+
 def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{")
