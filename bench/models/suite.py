@@ -465,7 +465,7 @@ def environment(torch: Any) -> dict[str, Any]:
             "torchvision": version_of("torchvision"), "python": sys.version.split()[0],
             "toolkit_commit": toolkit_commit(),
             "timing": "median of rounds of back-to-back calls between CUDA events, CUDA graphs (cudagraph trees), "
-                      "each variant in a process of its own, the variants' rounds taking turns; "
+                      f"each variant in a process of its own, the variants' {summary.TURNS}; "
                       "compile = first call with fresh caches after a warm-up compile"}
 
 

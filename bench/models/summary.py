@@ -16,6 +16,11 @@ TARGETS = {"speed_vs_default_min": 0.99, "speed_vs_default_geomean": 1.03,
            "speed_vs_max_autotune_min": 1.00, "compile_vs_default_max": 1.3}
 
 
+# How a run's environment says that its variants' rounds took turns (suite.environment's
+# "timing"): round r of each variant then ran side by side, and the rounds pair up.
+TURNS = "rounds taking turns"
+
+
 def usable(result: Optional[dict[str, Any]]) -> bool:
     """A variant's result that counts: timed, compiled, and checked against eager."""
     if not result:
@@ -72,6 +77,25 @@ def device_speed(results: dict[str, dict[str, Any]], variant: str, reference: st
     return base / mine
 
 
+def paired_speed(document: dict[str, Any], results: dict[str, dict[str, Any]], variant: str,
+                 reference: str) -> Optional[dict[str, float]]:
+    """`reference`'s round over `variant`'s, round by round, where the two took turns in one
+    run: the median and quartiles of those ratios, a band for the run's noise (a band wholly
+    above or below 1 is a difference the drift shared by both does not explain); None for
+    results of different runs, or timed one variant after the other."""
+    v, r = results.get(variant), results.get(reference)
+    if not usable(v) or not usable(r) or v is None or r is None or v.get("run") != r.get("run"):
+        return None
+    if TURNS not in str(document.get("runs", {}).get(v.get("run"), {}).get("timing", "")):
+        return None
+    mine, theirs = v.get("rounds_ms") or [], r.get("rounds_ms") or []
+    if len(mine) != len(theirs) or len(mine) < 4:
+        return None
+    ratios = [a / b for a, b in zip(theirs, mine)]
+    q1, median, q3 = statistics.quantiles(ratios, n=4)
+    return {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}
+
+
 def variant_names(document: dict[str, Any]) -> list[str]:
     """Every variant in the document, default first, max-autotune second, then first-seen order."""
     names: dict[str, None] = {DEFAULT: None, MAX_AUTOTUNE: None}
@@ -88,7 +112,7 @@ def summarize(document: dict[str, Any]) -> dict[str, Any]:
     workloads = document.get("workloads", {})
     out: dict[str, Any] = {}
     for variant in variant_names(document):
-        rows = {}
+        rows: dict[str, dict[str, Any]] = {}
         for name, results in workloads.items():
             if variant not in results:
                 continue
@@ -98,7 +122,8 @@ def summarize(document: dict[str, Any]) -> dict[str, Any]:
                           "compile_vs_default": vs_default["compile"] if vs_default else None,
                           "speed_vs_max_autotune": vs_autotune["speed"] if vs_autotune else None,
                           "compile_vs_max_autotune": vs_autotune["compile"] if vs_autotune else None,
-                          "device_vs_default": device_speed(results, variant, DEFAULT)}
+                          "device_vs_default": device_speed(results, variant, DEFAULT),
+                          "rounds_vs_default": paired_speed(document, results, variant, DEFAULT)}
         column: dict[str, list[float]] = {key: [v for r in rows.values() if (v := r[key]) is not None]
                   for key in ("speed_vs_default", "compile_vs_default", "speed_vs_max_autotune",
                               "compile_vs_max_autotune", "device_vs_default")}
@@ -152,7 +177,8 @@ def fmt(value: Optional[float], spec: str = ".3f") -> str:
 
 def table(document: dict[str, Any]) -> str:
     """A Markdown table: per workload each variant's runtime and compile time, and its speed
-    against default and max-autotune."""
+    against default (in brackets the quartiles of its round-by-round ratios, where the rounds
+    took turns) and max-autotune."""
     variants = variant_names(document)
     header = ["workload"] + [f"{v}: ms, compile s" for v in variants] + \
              [f"{v} speed vs default / vs max-autotune" for v in variants if v != DEFAULT]
@@ -172,7 +198,9 @@ def table(document: dict[str, Any]) -> str:
                 continue
             d = compare(results, v, DEFAULT)
             a = compare(results, v, MAX_AUTOTUNE) if v != MAX_AUTOTUNE else None
-            cells.append(f"{fmt(d['speed'] if d else None)} / {fmt(a['speed'] if a else None)}")
+            band = paired_speed(document, results, v, DEFAULT)
+            noise = f" [{band['q1']:.3f}-{band['q3']:.3f}]" if band else ""
+            cells.append(f"{fmt(d['speed'] if d else None)}{noise} / {fmt(a['speed'] if a else None)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -308,6 +308,26 @@ def test_device_time_compares_the_profiles_of_one_run_only() -> None:
     assert "device time vs default geomean 1.200 (min 1.200, 1 profiled)" in S.overview(S.summarize(document))
 
 
+def test_rounds_that_took_turns_pair_up_into_a_noise_band() -> None:
+    def timed(ms: float, rounds: list[float], run: str = "r1") -> dict[str, Any]:
+        return result(ms, 5.0, run=run, rounds_ms=rounds)
+
+    # Round by round default / ours: 1.1, 1.0, 1.2, 1.1, 1.0 (a drift both shared)
+    default = timed(1.1, [1.1, 1.2, 1.2, 1.1, 1.0])
+    ours = timed(1.0, [1.0, 1.2, 1.0, 1.0, 1.0])
+    turns = {"runs": {"r1": {"timing": f"median of rounds, the variants' {S.TURNS}"}},
+             "workloads": {"a": {"default": default, "ours": ours}}}
+    band = S.summarize(turns)["ours"]["workloads"]["a"]["rounds_vs_default"]
+    assert band["rounds"] == 5 and band["median"] == pytest.approx(1.1)
+    assert band["q1"] == pytest.approx(1.0) and band["q3"] == pytest.approx(1.15)
+    assert "| 1.100 [1.000-1.150] / – |" in S.table(turns)
+    # Timed one variant after the other, or in two runs: no pairs.
+    sequential = turns | {"runs": {"r1": {"timing": "median of rounds, one variant after the other"}}}
+    assert S.summarize(sequential)["ours"]["workloads"]["a"]["rounds_vs_default"] is None
+    apart = turns | {"workloads": {"a": {"default": default, "ours": timed(1.0, [1.0] * 5, run="r2")}}}
+    assert S.summarize(apart)["ours"]["workloads"]["a"]["rounds_vs_default"] is None
+
+
 # -------------------------------------------------------------------------------- in graph
 def test_kernels_fall_into_categories_by_name() -> None:
     assert G.category("triton_tem_fused_addmm_gelu_0") == G.GEMM
