@@ -386,8 +386,8 @@ step_e2e_transformer() {
 # The whole-model suite (bench/models/suite.py) on bench/models/results_h200.json: the
 # workloads it lacks (MODELS_WORKLOADS, default all) in the variants MODELS_VARIANTS (default
 # the suite's), none started that the suite expects to outlast the step (its compile times so
-# far), so each call ends inside its 10 minutes; the results, the suite's GEMMs (data/shapesets/model_suite.json) and the logs come
-# back under $out. Copy the two files into the work tree before the next call to go on.
+# far), so each call ends inside its 10 minutes; the results, the suite's GEMMs
+# (data/shapesets/model_suite.json) and the logs come back under $out. Copy the two files into the work tree before the next call to go on.
 # MODELS_FRESH=1 measures the asked workloads again, results or not (after a change).
 step_models() {
   local limit budget

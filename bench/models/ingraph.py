@@ -193,7 +193,8 @@ def _per_problem(report_: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def versus(base: dict[str, Any], other: dict[str, Any], tolerance: float = VERSUS_TOLERANCE) -> Optional[dict[str, Any]]:
+def versus(base: dict[str, Any], other: dict[str, Any],
+           tolerance: float = VERSUS_TOLERANCE) -> Optional[dict[str, Any]]:
     """One variant's in-graph report against another's (default torch.compile's: cuBLAS for
     every GEMM), both attributed: per GEMM problem that ran Triton in `other`, its µs a call in
     each (a Triton template's kernel holds the prologue and epilogue it fused, which `base` runs
@@ -222,9 +223,9 @@ def versus(base: dict[str, Any], other: dict[str, Any], tolerance: float = VERSU
 def triton_wins(document: dict[str, Any], base: str = "default",
                 tolerance: float = VERSUS_TOLERANCE) -> dict[str, Optional[list[dict[str, Any]]]]:
     """Per workload, the GEMM problems on which a Triton choice of any variant ran faster in the
-    graph than `base`'s cuBLAS, each with the variant that saved the most, largest saving first: [] where none did (there "never
-    slower than default" is the bar), None where no variant ran Triton against an attributed
-    `base` report."""
+    graph than `base`'s cuBLAS, each with the variant that saved the most, largest saving
+    first: [] where none did (there "never slower than default" is the bar), None where no
+    variant ran Triton against an attributed `base` report."""
     out: dict[str, Optional[list[dict[str, Any]]]] = {}
     for name, variants in document.get("workloads", {}).items():
         reference = (variants.get(base) or {}).get("in_graph")
