@@ -277,6 +277,12 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                 continue
             b = report_["breakdown_us"]
             lines.append("   device µs a call: " + ", ".join(f"{c} {b[c]:.1f}" for c in (*CATEGORIES, "total")))
+            if result.get("ms") and 0 < b["total"] <= 1000.0 * result["ms"]:
+                # The timed rounds' wall time beyond the kernels: the GPU waiting on the host
+                idle = 1000.0 * result["ms"] - b["total"]
+                lines.append(f"   the GPU idle {idle:.1f} µs a call ({idle / (1000.0 * result['ms']):.1%} of it)"
+                             + (f"; {result['cudagraph_skips']} graph(s) run without CUDA graphs"
+                                if result.get("cudagraph_skips") else ""))
             if "problems" not in report_:
                 lines.append(f"   GEMMs not attributed: {report_.get('unattributed', '')}")
                 continue

@@ -26,8 +26,10 @@ alike:
                      `matmul_toolkit export-lut --policy P` (default: the export-lut default),
                      installed with use_table; `table@POLICY` likewise
 A dynamic workload (llama_dynamic) compiles once with dynamic=True and runs at each of its
-sequence lengths: "ms" is the geomean over them, "ms_by_length" each, "graphs_compiled" how
-many graphs Dynamo compiled for them all.
+sequence lengths: "ms" is the geomean over them, "ms_by_length" each. "graphs_compiled" is how
+many graphs Dynamo compiled for the first calls (at every length), and "cudagraph_skips" how
+many of them Inductor ran without CUDA graphs (their kernels then launch from the host on
+every call; the log says why).
 A variant name may end in settings, each one suspect of the in-graph gap tested alone:
 +noepi (benchmark_epilogue_fusion off), +noflush (Inductor's benchmarker without its L2
 flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
@@ -621,6 +623,15 @@ def dynamo_graphs(torch: Any) -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
+def cudagraph_skips(torch: Any) -> int:
+    """Graphs Inductor has run without CUDA graphs in this process so far (never raises: a
+    torch without the counter has none to report)."""
+    try:
+        return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+    except Exception:
+        return 0
+
+
 class VariantRun:
     """One variant, in a process of its own: built, compiled and checked once, with its hook,
     table and settings installed for the rest of the process (as a user keeps them), then
@@ -708,7 +719,7 @@ class VariantRun:
         self.stack.enter_context(suspect_settings(v))
         self.recorder = GemmRecorder()
         compiled = torch.compile(instance.module, dynamic=bool(w.lengths) or None, **v.compile_kwargs())
-        graphs_before = dynamo_graphs(torch)
+        graphs_before, skips_before = dynamo_graphs(torch), cudagraph_skips(torch)
         with self.recorder:
             start = time.perf_counter()
             out = instance.call(compiled)
@@ -730,7 +741,8 @@ class VariantRun:
                     errors.append(relative_error(torch, out, refs[seq]))
                     del out
                     self.calls[str(seq)] = lambda at=at: at.call(compiled)  # type: ignore[misc]
-            result["graphs_compiled"] = dynamo_graphs(torch) - graphs_before
+        result["graphs_compiled"] = dynamo_graphs(torch) - graphs_before
+        result["cudagraph_skips"] = cudagraph_skips(torch) - skips_before
         self.graphs_compiled = dynamo_graphs(torch)
         if v.base == "table":
             result["lookups"] = {"hits": lut.TABLE_HITS.hits, "misses": lut.TABLE_HITS.misses,

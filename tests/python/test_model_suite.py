@@ -523,7 +523,12 @@ def test_the_report_prints_each_variants_in_graph_gemms(tmp_path: Path, capsys: 
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "== bert_base / default: 1.000 ms a call"
     assert out[1].startswith("   device µs a call: gemm 30.0, attention 0.0")
-    assert "addmm_nt 4096x3072x768 bfloat16" in out[2] and "in graph     30.0 µs, isolated     40.0 µs (0.75x !)" in out[2]
+    assert out[2] == "   the GPU idle 958.0 µs a call (95.8% of it)"
+    assert "addmm_nt 4096x3072x768 bfloat16" in out[3] and "in graph     30.0 µs, isolated     40.0 µs (0.75x !)" in out[3]
+    document["workloads"]["bert_base"]["default"]["cudagraph_skips"] = 2
+    path.write_text(json.dumps(document))
+    assert suite.main(["--report", "--results", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2].endswith("; 2 graph(s) run without CUDA graphs")
 
 
 def test_a_variant_not_yet_measured_runs_with_a_default_of_its_own(fake_suite: Any,
