@@ -387,12 +387,13 @@ step_e2e_transformer() {
 # workloads it lacks (MODELS_WORKLOADS, default all) in the variants MODELS_VARIANTS (default
 # the suite's), none started that the suite expects to outlast the step (its compile times so
 # far), so each call ends inside its 10 minutes; the results, the suite's GEMMs
-# (data/shapesets/model_suite.json) and the logs come back under $out. Copy the two files into the work tree before the next call to go on.
+# (data/shapesets/model_suite.json) and the logs come back under $out. Copy the two files
+# into the work tree before the next call to go on.
 # MODELS_FRESH=1 measures the asked workloads again, results or not (after a change).
 step_models() {
   local limit budget
   limit=$(step_limit)
-  budget=$((limit > 80 ? limit - 20 : 60))
+  budget=$((limit > 80 ? limit - 20 : limit))
   # shellcheck disable=SC2086 # the lists are lists of words
   timeout -s TERM "$limit" python3 bench/models/suite.py --mmt "$cli" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \

@@ -26,10 +26,11 @@ alike:
                      `matmul_toolkit export-lut --policy P` (default: the export-lut default),
                      installed with use_table; `table@POLICY` likewise
 A dynamic workload (llama_dynamic) compiles once with dynamic=True and runs at each of its
-sequence lengths: "ms" is the geomean over them, "ms_by_length" each. "graphs_compiled" is how
-many graphs Dynamo compiled for the first calls (at every length), and "cudagraph_skips" how
-many of them Inductor ran without CUDA graphs (their kernels then launch from the host on
-every call; the log says why).
+sequence lengths: "ms" is the geomean over them, "ms_by_length" each.
+Every variant records "graphs_compiled", how many graphs Dynamo compiled for the first calls
+(at every length), and "cudagraph_skips", how many graphs Inductor's CUDA graph trees skipped
+(their kernels launch from the host on every call; the log says why). Code that Inductor's
+graph partitioning keeps out of CUDA graphs is not counted there.
 A variant name may end in settings, each one suspect of the in-graph gap tested alone:
 +noepi (benchmark_epilogue_fusion off), +noflush (Inductor's benchmarker without its L2
 flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
@@ -336,13 +337,20 @@ def run_parent(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
+        started = 0
         for i, (w, variants) in enumerate(todo):
             elapsed = time.monotonic() - start
-            expected = expected_seconds(document, w.name, variants)
-            if i and args.budget and elapsed + expected > args.budget:  # the first always starts: progress
-                print(f"--budget: {w.name} left for a later run (about {expected:.0f} s, "
+
+            def fits(item: tuple[W.Workload, list[Variant]]) -> bool:
+                return elapsed + expected_seconds(document, item[0].name, item[1]) <= args.budget
+
+            # Where none fits, the first starts all the same: every run makes progress.
+            if args.budget and not fits((w, variants)) and (started or any(map(fits, todo[i + 1:]))):
+                print(f"--budget: {w.name} left for a later run (about "
+                      f"{expected_seconds(document, w.name, variants):.0f} s, "
                       f"{max(0.0, args.budget - elapsed):.0f} s left)", file=sys.stderr)
                 continue
+            started += 1
             folder = os.path.join(args.out, w.name)
             os.makedirs(folder, exist_ok=True)
             record_path = os.path.join(folder, "record.json")
@@ -350,6 +358,7 @@ def run_parent(args: argparse.Namespace) -> int:
                 os.unlink(record_path)
             print(f"[{i + 1}/{len(todo)}] {w.name}: {' '.join(v.name for v in variants)} ({elapsed:.0f} s elapsed)",
                   file=sys.stderr, flush=True)
+            began = time.monotonic()
             try:
                 code, timed_out = run_workload_process(child_command(args, w, variants, record_path),
                                                        os.path.join(folder, "log.txt"), args.workload_timeout)
@@ -367,6 +376,8 @@ def run_parent(args: argparse.Namespace) -> int:
                     entry = record["variants"].setdefault(v.name, {})
                     if entry.get("ms") is None and "error" not in entry:
                         entry["error"] = f"workload process {why}"
+                        # how long it ran unfinished: what the next run must expect at least
+                        entry["process_s"] = round(time.monotonic() - began, 1)
             merge(document, w.name, record, record.get("environment", {}))
             write_results(args.results, document)
             gather_shapes(args.shapeset, os.path.join(folder, "shapeset.json"))
@@ -390,17 +401,20 @@ WORKLOAD_OVERHEAD_S = 60.0  # a workload process's start-up, eager reference, ro
 def expected_seconds(document: dict[str, Any], name: str, variants: list[Variant]) -> float:
     """About how long a workload's process takes: per variant its compile time in the results,
     else the median of that variant's compile times in the other workloads (max-autotune's
-    take minutes), plus WORKLOAD_OVERHEAD_S."""
+    take minutes), plus WORKLOAD_OVERHEAD_S; and at least a minute more than an earlier
+    process of it ran before it was stopped unfinished."""
     workloads = document.get("workloads", {})
+    own = workloads.get(name, {})
     total = WORKLOAD_OVERHEAD_S
     for v in variants:
-        own = workloads.get(name, {}).get(v.name)
-        if summary.usable(own):
-            total += own["compile_s"]
+        if summary.usable(own.get(v.name)):
+            total += own[v.name]["compile_s"]
             continue
         others = [r[v.name]["compile_s"] for r in workloads.values() if summary.usable(r.get(v.name))]
         total += statistics.median(others) if others else 0.0
-    return total
+    stopped = [e["process_s"] for e in own.values()
+               if isinstance(e, dict) and not summary.usable(e) and isinstance(e.get("process_s"), (int, float))]
+    return max([total] + [s + WORKLOAD_OVERHEAD_S for s in stopped])
 
 
 def gather_shapes(path: str, workload_shapeset: str) -> None:

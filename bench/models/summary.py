@@ -64,12 +64,18 @@ def compare(results: dict[str, dict[str, Any]], variant: str, reference: str) ->
     return {"speed": r["ms"] / v["ms"], "compile": ratio(v["compile_s"], r["compile_s"]) or math.nan}
 
 
+def same_run(a: Optional[dict[str, Any]], b: Optional[dict[str, Any]]) -> bool:
+    """Both results count and were measured in one workload process (the same run)."""
+    return usable(a) and usable(b) and a is not None and b is not None and bool(a.get("run")) \
+        and a.get("run") == b.get("run")
+
+
 def device_speed(results: dict[str, dict[str, Any]], variant: str, reference: str) -> Optional[float]:
     """`reference`'s device time a call over `variant`'s (> 1: the variant's kernels take less),
     from the in-graph profiles of one run: the kernels alone, without the host's gaps that the
     timed rounds include; None unless both were profiled in the same process run."""
     v, r = results.get(variant), results.get(reference)
-    if not usable(v) or not usable(r) or v is None or r is None or v.get("run") != r.get("run"):
+    if not same_run(v, r) or v is None or r is None:
         return None
     base, mine = (((x.get("in_graph") or {}).get("breakdown_us") or {}).get("total") for x in (r, v))
     if not (isinstance(base, (int, float)) and isinstance(mine, (int, float)) and base > 0 and mine > 0):
@@ -82,10 +88,11 @@ def paired_speed(document: dict[str, Any], results: dict[str, dict[str, Any]], v
     """`reference`'s round over `variant`'s, round by round, where the two took turns in one
     run: the median and quartiles of those ratios, a band for the run's noise (a band wholly
     above or below 1 is a difference the drift shared by both does not explain); None for
-    results of different runs, or timed one variant after the other."""
+    results of different runs, timed one variant after the other, or dynamic (their rounds
+    are kept for the first length only)."""
     v, r = results.get(variant), results.get(reference)
-    if not usable(v) or not usable(r) or v is None or r is None or v.get("run") != r.get("run"):
-        return None
+    if not same_run(v, r) or v is None or r is None or "ms_by_length" in v or "ms_by_length" in r:
+        return None  # a dynamic workload's rounds_ms hold its first length only
     if TURNS not in str(document.get("runs", {}).get(v.get("run"), {}).get("timing", "")):
         return None
     mine, theirs = v.get("rounds_ms") or [], r.get("rounds_ms") or []
@@ -177,8 +184,9 @@ def fmt(value: Optional[float], spec: str = ".3f") -> str:
 
 def table(document: dict[str, Any]) -> str:
     """A Markdown table: per workload each variant's runtime and compile time, and its speed
-    against default (in brackets the quartiles of its round-by-round ratios, where the rounds
-    took turns) and max-autotune."""
+    against default and max-autotune: the ratio of the medians, and in brackets the quartiles
+    of the round-by-round ratios where the rounds took turns (their median may differ from
+    the ratio of the medians, which can lie at the band's edge)."""
     variants = variant_names(document)
     header = ["workload"] + [f"{v}: ms, compile s" for v in variants] + \
              [f"{v} speed vs default / vs max-autotune" for v in variants if v != DEFAULT]

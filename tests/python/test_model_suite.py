@@ -306,6 +306,8 @@ def test_device_time_compares_the_profiles_of_one_run_only() -> None:
     assert s["workloads"]["b"]["device_vs_default"] is None and s["workloads"]["c"]["device_vs_default"] is None
     assert s["device_vs_default_measured"] == 1 and s["device_vs_default_min"] == pytest.approx(1.2)
     assert "device time vs default geomean 1.200 (min 1.200, 1 profiled)" in S.overview(S.summarize(document))
+    empty = {"workloads": {"a": {"default": profiled(2.0, 0.0, "r1"), "ours": profiled(1.8, 1500.0, "r1")}}}
+    assert S.summarize(empty)["ours"]["workloads"]["a"]["device_vs_default"] is None
 
 
 def test_rounds_that_took_turns_pair_up_into_a_noise_band() -> None:
@@ -326,6 +328,17 @@ def test_rounds_that_took_turns_pair_up_into_a_noise_band() -> None:
     assert S.summarize(sequential)["ours"]["workloads"]["a"]["rounds_vs_default"] is None
     apart = turns | {"workloads": {"a": {"default": default, "ours": timed(1.0, [1.0] * 5, run="r2")}}}
     assert S.summarize(apart)["ours"]["workloads"]["a"]["rounds_vs_default"] is None
+    # Too few rounds, unequal counts, or a dynamic workload (rounds of its first length only).
+    three = (timed(1.1, [1.1, 1.2, 1.2]), timed(1.0, [1.0, 1.2, 1.0]))
+    unequal = (default, timed(1.0, [1.0] * 6))
+    dynamic = (default | {"ms_by_length": {"8": 1.1}}, ours | {"ms_by_length": {"8": 1.0}})
+    for base_, mine in (three, unequal, dynamic):
+        other = turns | {"workloads": {"a": {"default": base_, "ours": mine}}}
+        assert S.summarize(other)["ours"]["workloads"]["a"]["rounds_vs_default"] is None
+    # Results without a run are never paired.
+    unstamped = {"workloads": {"a": {"default": result(1.0, 5.0, rounds_ms=[1.0] * 5),
+                                     "ours": result(1.0, 5.0, rounds_ms=[1.0] * 5)}}}
+    assert S.summarize(unstamped)["ours"]["workloads"]["a"]["rounds_vs_default"] is None
 
 
 # -------------------------------------------------------------------------------- in graph
@@ -422,16 +435,22 @@ def test_a_variant_is_judged_against_defaults_cublas_in_the_graph() -> None:
 def test_triton_wins_names_each_problem_once_or_says_none_won() -> None:
     shapes = [record("bmm", 256, 256, 64), record("mm_nt", 1024, 1024, 1024)]
     base = in_graph([("cutlass::Kernel2<sgemm>", 60.0), ("nvjet_a", 20.0)], shapes)
+
+    def run1(ms: float, report_: dict[str, Any], run: str = "r1") -> dict[str, Any]:
+        return result(ms, 5.0, in_graph=report_, run=run)
+
     document = {"workloads": {
-        "bert": {"default": result(1.0, 5.0, in_graph=base),
-                 "ours": result(0.9, 5.0, in_graph=in_graph([("triton_tem_fused_bmm_0", 48.0), ("nvjet_a", 20.0)],
-                                                            shapes)),
-                 "max_autotune": result(1.1, 90.0, in_graph=in_graph(
-                     [("triton_tem_fused_bmm_0", 45.0), ("triton_tem_fused_mm_1", 30.0)], shapes))},
-        "vit": {"default": result(1.0, 5.0, in_graph=base),
-                "max_autotune": result(1.3, 90.0, in_graph=in_graph(
-                    [("triton_tem_fused_bmm_0", 61.0), ("triton_tem_fused_mm_1", 30.0)], shapes))},
-        "gpt2": {"default": result(1.0, 5.0, in_graph=base), "ours": result(1.0, 5.0, in_graph=base)},
+        "bert": {"default": run1(1.0, base),
+                 "ours": run1(0.9, in_graph([("triton_tem_fused_bmm_0", 48.0), ("nvjet_a", 20.0)], shapes)),
+                 "max_autotune": run1(1.1, in_graph([("triton_tem_fused_bmm_0", 45.0),
+                                                     ("triton_tem_fused_mm_1", 30.0)], shapes))},
+        # within 10 % of cuBLAS is no win; a profile of another run is not set against default
+        "vit": {"default": run1(1.0, base),
+                "max_autotune": run1(1.3, in_graph([("triton_tem_fused_bmm_0", 56.0),
+                                                    ("triton_tem_fused_mm_1", 30.0)], shapes)),
+                "table": run1(1.0, in_graph([("triton_tem_fused_bmm_0", 10.0), ("nvjet_a", 20.0)], shapes),
+                              run="r2")},
+        "gpt2": {"default": run1(1.0, base), "ours": run1(1.0, base)},
     }}
     wins = G.triton_wins(document)
     assert [(r["problem"], r["variant"]) for r in wins["bert"]] == [("bmm 256x256x64 bfloat16", "max_autotune")]
@@ -440,7 +459,8 @@ def test_triton_wins_names_each_problem_once_or_says_none_won() -> None:
     text = G.text(document)
     assert "   bert                 faster on 1: bmm 256x256x64 bfloat16 (max_autotune, 15.0 µs)" in text
     assert "   vit                  no Triton choice ran faster than cuBLAS" in text
-    assert "Triton slower than default's cuBLAS by more than 5% on 1 problem(s): 10.0 µs a call lost" in text
+    assert "Triton slower than default's cuBLAS by more than 10% on 1 problem(s): 10.0 µs a call lost" in text
+    assert "   not set against default: measured in another run than default's" in text
 
 
 # ------------------------------------------------------------------------ resume (parent)
@@ -528,7 +548,12 @@ def test_the_report_prints_each_variants_in_graph_gemms(tmp_path: Path, capsys: 
     document["workloads"]["bert_base"]["default"]["cudagraph_skips"] = 2
     path.write_text(json.dumps(document))
     assert suite.main(["--report", "--results", str(path)]) == 0
-    assert capsys.readouterr().out.splitlines()[2].endswith("; 2 graph(s) run without CUDA graphs")
+    assert capsys.readouterr().out.splitlines()[2].endswith("; 2 graph(s) skipped by CUDA graphs")
+    # A profile slower than the timed call (the profiler's overhead) gives no idle time.
+    document["workloads"]["bert_base"]["default"]["ms"] = 0.01
+    path.write_text(json.dumps(document))
+    assert suite.main(["--report", "--results", str(path)]) == 0
+    assert "took longer than the timed call" in capsys.readouterr().out.splitlines()[2]
 
 
 def test_a_variant_not_yet_measured_runs_with_a_default_of_its_own(fake_suite: Any,
@@ -573,6 +598,25 @@ def test_the_budget_leaves_a_workload_expected_to_outlast_it_and_goes_on(fake_su
     document = json.loads(results.read_text())
     assert suite.expected_seconds(document, "vit_b_16", vit) == pytest.approx(suite.WORKLOAD_OVERHEAD_S + 1010.0)
     assert suite.expected_seconds(document, "mistral_decode", vit) == pytest.approx(suite.WORKLOAD_OVERHEAD_S + 4.0)
+
+
+def test_a_workload_stopped_unfinished_is_expected_to_take_longer_than_it_ran(fake_suite: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    run, results, runs = fake_suite
+    stopped = {"ms": None, "compile_s": None, "error": "workload process interrupted", "process_s": 500.0}
+    results.write_text(json.dumps({"workloads": {"t5_small": {"default": result(1.0, 2.0), "max_autotune": stopped}}}))
+    both = [suite.parse_variant("default"), suite.parse_variant("max_autotune")]
+    assert suite.expected_seconds(json.loads(results.read_text()), "t5_small", both) == pytest.approx(
+        500.0 + suite.WORKLOAD_OVERHEAD_S)
+    # t5_small comes first but cannot fit in 100 s; bert_base can, and goes first instead.
+    assert run("--workloads", "t5_small", "bert_base", "--budget", "100") == 0
+    assert runs.read_text().split() == ["bert_base"]
+    # Where nothing fits, the first starts all the same; a process that dies says how long it ran.
+    monkeypatch.setenv("FAIL", "t5_small")
+    assert run("--workloads", "t5_small", "--budget", "1") == 1
+    assert runs.read_text().split() == ["bert_base"]  # the fake died before it logged
+    entry = json.loads(results.read_text())["workloads"]["t5_small"]["max_autotune"]
+    assert "exit 3" in entry["error"] and entry["process_s"] >= 0
 
 
 def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
