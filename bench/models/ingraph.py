@@ -253,6 +253,40 @@ def triton_wins(document: dict[str, Any], base: str = "default",
     return out
 
 
+def judge_picks(document: dict[str, Any], variant: str = "ours", oracle: str = "max_autotune",
+                base: str = "default", tolerance: float = VERSUS_TOLERANCE) -> dict[str, dict[str, Any]]:
+    """`variant`'s picks judged by in-graph time, per workload whose three results share one run:
+    on every problem where `oracle` ran Triton, the graph's verdict is Triton (it ran faster
+    than `base`'s cuBLAS by more than `tolerance`), ATen (slower by more), or either; a pick
+    agrees unless it goes against a verdict. {NAME: {"problems", "agree", "triton", "aten",
+    "either", "wrong": [{"problem", "ratio", "picked"}]}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, variants in document.get("workloads", {}).items():
+        b, v, o = (variants.get(x) for x in (base, variant, oracle))
+        if not (same_run(b, v) and same_run(b, o)) or b is None or v is None or o is None:
+            continue
+        reports = [r.get("in_graph") or {} for r in (b, v, o)]
+        if not all("problems" in r for r in reports):
+            continue
+        theirs, mine, oracles = (_per_problem(r) for r in reports)
+        entry: dict[str, Any] = {"problems": 0, "agree": 0, "triton": 0, "aten": 0, "either": 0, "wrong": []}
+        for problem, ran in oracles.items():
+            if "triton" not in ran["ran"] or problem not in mine or not theirs.get(problem, {}).get("total_us"):
+                continue
+            ratio = ran["total_us"] / theirs[problem]["total_us"]
+            verdict = "triton" if ratio < 1 - tolerance else "aten" if ratio > 1 + tolerance else "either"
+            picked = "triton" if "triton" in mine[problem]["ran"] else "aten"
+            entry["problems"] += 1
+            entry[verdict] += 1
+            if verdict in ("either", picked):
+                entry["agree"] += 1
+            else:
+                entry["wrong"].append({"problem": problem, "ratio": ratio, "picked": picked})
+        if entry["problems"]:
+            out[name] = entry
+    return out
+
+
 def _versus_lines(against: dict[str, Any], tolerance: float) -> list[str]:
     d = against["delta_us"]
     lines = ["   against default, device µs a call: " + ", ".join(f"{c} {d[c]:+.1f}" for c in (GEMM, OTHER, "total"))
@@ -319,4 +353,15 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
             best = ", ".join(f"{r['problem']} ({r['variant']}, {r['saved_us']:.1f} µs)" for r in found[:3])
             lines.append(f"   {name:<20} " + (f"faster on {len(found)}: {best}" if found
                                               else "no Triton choice ran faster than cuBLAS"))
+    judged = judge_picks(document)
+    if judged:
+        lines.append("== ours' picks judged in the graph (where max-autotune ran Triton: its time against "
+                     "default's cuBLAS, one run)")
+        for name, e in judged.items():
+            lines.append(f"   {name:<20} agree on {e['agree']} of {e['problems']} (Triton faster {e['triton']}, "
+                         f"cuBLAS faster {e['aten']}, within {VERSUS_TOLERANCE:.0%} {e['either']})"
+                         + "".join(f"; {w['problem']}: picked {w['picked']}, Triton at {w['ratio']:.2f}x"
+                                   for w in e["wrong"]))
+        agree, problems = sum(e["agree"] for e in judged.values()), sum(e["problems"] for e in judged.values())
+        lines.append(f"   all                  agree on {agree} of {problems}")
     return "\n".join(lines)

@@ -463,6 +463,36 @@ def test_triton_wins_names_each_problem_once_or_says_none_won() -> None:
     assert "   not set against default: measured in another run than default's" in text
 
 
+def test_picks_are_judged_by_max_autotunes_triton_against_defaults_cublas() -> None:
+    shapes = [record("bmm", 256, 256, 64), record("mm_nt", 1024, 1024, 1024), record("mm_nt", 8, 4096, 4096)]
+    base = in_graph([("cutlass::Kernel2<sgemm>", 60.0), ("nvjet_a", 20.0), ("nvjet_b", 10.0)], shapes)
+    autotuned = in_graph([("triton_tem_fused_bmm_0", 45.0), ("triton_tem_fused_mm_1", 30.0),
+                          ("triton_tem_fused_mm_2", 9.5)], shapes)
+
+    def workload(ours_kernels: list[tuple[str, float]], run: str = "r1") -> dict[str, Any]:
+        return {"default": result(1.0, 5.0, run="r1", in_graph=base),
+                "ours": result(1.0, 5.0, run=run, in_graph=in_graph(ours_kernels, shapes)),
+                "max_autotune": result(1.2, 90.0, run="r1", in_graph=autotuned)}
+
+    document = {"workloads": {
+        # Triton for the bmm (0.75x), cuBLAS for the mm (1.5x): right; the last is within 10 %.
+        "right": workload([("triton_tem_fused_bmm_0", 45.0), ("nvjet_a", 20.0), ("nvjet_b", 10.0)]),
+        "wrong": workload([("cutlass::Kernel2<sgemm>", 60.0), ("triton_tem_fused_mm_1", 30.0),
+                           ("triton_tem_fused_mm_2", 9.5)]),
+        "apart": workload([("triton_tem_fused_bmm_0", 45.0), ("nvjet_a", 20.0), ("nvjet_b", 10.0)], run="r2"),
+    }}
+    judged = G.judge_picks(document)
+    assert set(judged) == {"right", "wrong"}
+    assert {k: judged["right"][k] for k in ("problems", "agree", "triton", "aten", "either")} == \
+        {"problems": 3, "agree": 3, "triton": 1, "aten": 1, "either": 1}
+    assert judged["wrong"]["agree"] == 1
+    assert [(w["problem"], w["picked"]) for w in judged["wrong"]["wrong"]] == [
+        ("bmm 256x256x64 bfloat16", "aten"), ("mm_nt 1024x1024x1024 bfloat16", "triton")]
+    text = G.text(document)
+    assert "   right                agree on 3 of 3 (Triton faster 1, cuBLAS faster 1, within 10% 1)" in text
+    assert "   all                  agree on 4 of 6" in text
+
+
 # ------------------------------------------------------------------------ resume (parent)
 FAKE_CHILD = textwrap.dedent("""
     import json, os, sys
