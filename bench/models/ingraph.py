@@ -29,6 +29,7 @@ OTHER = "other"
 # same cuBLAS kernel differed by between two variants of one run (5 %, H200, 2026-12-02).
 VERSUS_TOLERANCE = 0.10
 CATEGORIES = (GEMM, ATTENTION, CONVOLUTION, OTHER_GEMM, OTHER)
+HOST_BOUND = 0.9  # the host's issue time over the wall time from which the host sets the pace
 
 _TRITON_TEMPLATE = re.compile(r"^triton_tem_")
 _TRITON_CONVOLUTION = re.compile(r"_convolution(_|$)")
@@ -319,6 +320,10 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
             lines.append("   device µs a call: " + ", ".join(f"{c} {b[c]:.1f}" for c in (*CATEGORIES, "total")))
             skips = (f"; {result['cudagraph_skips']} graph(s) skipped by CUDA graphs"
                      if result.get("cudagraph_skips") else "")
+            if isinstance(result.get("host_us_a_call"), (int, float)) and result.get("wall_us_a_call"):
+                host, wall = result["host_us_a_call"], result["wall_us_a_call"]
+                skips += (f"; the host issues a call in {host:.0f} of its {wall:.0f} µs"
+                          + (" (the host sets the pace)" if host >= HOST_BOUND * wall else ""))
             if result.get("ms") and 0 < b["total"] <= 1000.0 * result["ms"]:
                 # The timed rounds' wall time beyond the kernels: the GPU waiting on the host
                 idle = 1000.0 * result["ms"] - b["total"]

@@ -49,8 +49,10 @@ tolerance (3e-2; 1e-1 for the mixture of experts, where default torch.compile it
 profiled round (torch.profiler, --profile-calls calls): the in-graph report (ingraph.py):
 device time per category, and each GEMM's in-graph time beside Inductor's benchmark of the
 choice it kept (timed here with Inductor's benchmarker, L2 flushed, where Inductor
-benchmarked nothing). "recompiled_while_timed" counts graphs Dynamo compiled after the first
-calls (none is expected).
+benchmarked nothing). "host_us_a_call" is the host's time to issue a call of back-to-back
+calls, beside "wall_us_a_call" until the GPU has run them: about equal, the host (or a sync
+inside a call) sets the pace. "recompiled_while_timed" counts graphs Dynamo compiled after the
+first calls (none is expected).
 
 Results: --results (default bench/models/results_h200.json), rewritten after every workload:
 {"device", "torch", ..., "workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}}, and per
@@ -514,6 +516,21 @@ def profiled_kernels(torch: Any, call: Callable[[], Any], calls: int) -> list[tu
     return [(e.name, float(e.device_time)) for e in events]
 
 
+def host_and_wall_us(torch: Any, call: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """µs a call that the host takes to issue `calls` back-to-back calls, and until the GPU has
+    run them all. Host about equal to wall: the host, or a sync inside a call, sets the pace
+    (the GPU waits on it); host well under wall: the GPU does."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        torch.compiler.cudagraph_mark_step_begin()
+        call()
+    issued = time.perf_counter()
+    torch.cuda.synchronize()
+    done = time.perf_counter()
+    return 1e6 * (issued - start) / calls, 1e6 * (done - start) / calls
+
+
 @contextlib.contextmanager
 def suspect_settings(variant: Variant) -> Iterator[None]:
     """The +noflush, +gated and +biasaddmm settings, which are patches, not Inductor options."""
@@ -793,9 +810,12 @@ class VariantRun:
 
     def profile(self, aten_cache: dict[str, tuple[float, float]]
                 ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
-        """The in-graph report (static workloads; a dynamic one's records mix its lengths),
-        and whether timing made Dynamo compile again; with the ATen timings, shared."""
+        """The in-graph report (static workloads; a dynamic one's records mix its lengths), the
+        host's time to issue a call beside the call's wall time, and whether timing made Dynamo
+        compile again; with the ATen timings, shared."""
         found: dict[str, Any] = {}
+        first = next(iter(self.calls.values()))
+        found["host_us_a_call"], found["wall_us_a_call"] = host_and_wall_us(self.torch, first, 2 * self.args.calls)
         if self.args.profile_calls and len(self.calls) == 1:
             call = next(iter(self.calls.values()))
             kernels = profiled_kernels(self.torch, call, self.args.profile_calls)

@@ -579,6 +579,14 @@ def test_the_report_prints_each_variants_in_graph_gemms(tmp_path: Path, capsys: 
     path.write_text(json.dumps(document))
     assert suite.main(["--report", "--results", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[2].endswith("; 2 graph(s) skipped by CUDA graphs")
+    # The host's issue time beside the wall time: near it, the host sets the pace.
+    for host, paced in ((400.0, False), (950.0, True)):
+        document["workloads"]["bert_base"]["default"] |= {"host_us_a_call": host, "wall_us_a_call": 1000.0}
+        path.write_text(json.dumps(document))
+        assert suite.main(["--report", "--results", str(path)]) == 0
+        line = capsys.readouterr().out.splitlines()[2]
+        assert f"; the host issues a call in {host:.0f} of its 1000 µs" in line
+        assert line.endswith("(the host sets the pace)") == paced
     # A profile slower than the timed call (the profiler's overhead) gives no idle time.
     document["workloads"]["bert_base"]["default"]["ms"] = 0.01
     path.write_text(json.dumps(document))
