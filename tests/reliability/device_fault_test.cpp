@@ -152,12 +152,13 @@ std::vector<pid_t> children_of(pid_t parent) {
 }
 
 TEST_F(DeviceFaults, TheOnlyWorkerKilledMidRunIsReplacedAndTheRunCompletes) {
-    // Larger problems than the fault tests', so the kill lands while one is measured: a
-    // worker starts in well under the 300 ms waited (it loads no LibTorch) and measures
-    // these for about a second.
+    // Larger problems than the fault tests', each timed 20 times, so the kill lands while one
+    // is measured: a worker starts in well under the 300 ms waited (it loads no LibTorch) and
+    // measures these for about 3 s (once each, they took 0.3 s: the kill often came too late).
     auto a = args("killed.json", "0");
     a[8] = "384";   // --min-size
     a[10] = "512";  // --max-size
+    a[17] = "20";   // --repeat
     Child child(a, dir / "log");
     std::vector<pid_t> workers;
     for (int i = 0; i < 6000 && workers.empty() && !child.finished(); ++i) {
