@@ -221,8 +221,7 @@ def versus(base: dict[str, Any], other: dict[str, Any],
     b, o = base["breakdown_us"], other["breakdown_us"]
     return {"delta_us": {c: o[c] - b[c] for c in (*CATEGORIES, "total")},
             "triton_gemms": sum(r["count"] for r in rows), "gemms": sum(e["count"] for e in mine.values()),
-            "triton_problems": rows, "faster": faster, "slower": slower,
-            "faster_saved_us": sum(r["saved_us"] for r in faster)}
+            "triton_problems": rows, "faster": faster, "slower": slower}
 
 
 def triton_wins(document: dict[str, Any], base: str = "default",
@@ -269,12 +268,13 @@ def judge_picks(document: dict[str, Any], variant: str = "ours", oracle: str = "
         reports = [r.get("in_graph") or {} for r in (b, v, o)]
         if not all("problems" in r for r in reports):
             continue
-        theirs, mine, oracles = (_per_problem(r) for r in reports)
+        against = versus(reports[0], reports[2], tolerance)
+        mine = _per_problem(reports[1])
         entry: dict[str, Any] = {"problems": 0, "agree": 0, "triton": 0, "aten": 0, "either": 0, "wrong": []}
-        for problem, ran in oracles.items():
-            if "triton" not in ran["ran"] or problem not in mine or not theirs.get(problem, {}).get("total_us"):
+        for row in against["triton_problems"] if against else []:
+            problem, ratio = row["problem"], row["ratio"]
+            if ratio is None or problem not in mine:
                 continue
-            ratio = ran["total_us"] / theirs[problem]["total_us"]
             verdict = "triton" if ratio < 1 - tolerance else "aten" if ratio > 1 + tolerance else "either"
             picked = "triton" if "triton" in mine[problem]["ran"] else "aten"
             entry["problems"] += 1
@@ -318,20 +318,20 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                 continue
             b = report_["breakdown_us"]
             lines.append("   device µs a call: " + ", ".join(f"{c} {b[c]:.1f}" for c in (*CATEGORIES, "total")))
-            skips = (f"; {result['cudagraph_skips']} graph(s) skipped by CUDA graphs"
-                     if result.get("cudagraph_skips") else "")
+            host_notes = (f"; {result['cudagraph_skips']} graph(s) skipped by CUDA graphs"
+                          if result.get("cudagraph_skips") else "")
             if isinstance(result.get("host_us_a_call"), (int, float)) and result.get("wall_us_a_call"):
                 host, wall = result["host_us_a_call"], result["wall_us_a_call"]
-                skips += (f"; the host issues a call in {host:.0f} of its {wall:.0f} µs"
-                          + (" (the host sets the pace)" if host >= HOST_BOUND * wall else ""))
+                host_notes += (f"; the host issues a call in {host:.0f} of its {wall:.0f} µs"
+                               + (" (the host sets the pace)" if host >= HOST_BOUND * wall else ""))
             if result.get("ms") and 0 < b["total"] <= 1000.0 * result["ms"]:
                 # The timed rounds' wall time beyond the kernels: the GPU waiting on the host
                 idle = 1000.0 * result["ms"] - b["total"]
                 lines.append(f"   the GPU idle {idle:.1f} µs a call ({idle / (1000.0 * result['ms']):.1%} of it)"
-                             + skips)
+                             + host_notes)
             elif result.get("ms"):
                 lines.append("   the profiled kernels took longer than the timed call (the profiler's overhead, "
-                             "or a profile of another run): no idle time" + skips)
+                             "or a profile of another run): no idle time" + host_notes)
             if "problems" not in report_:
                 lines.append(f"   GEMMs not attributed: {report_.get('unattributed', '')}")
                 continue

@@ -342,14 +342,11 @@ def run_parent(args: argparse.Namespace) -> int:
         started = 0
         for i, (w, variants) in enumerate(todo):
             elapsed = time.monotonic() - start
-
-            def fits(item: tuple[W.Workload, list[Variant]]) -> bool:
-                return elapsed + expected_seconds(document, item[0].name, item[1]) <= args.budget
-
+            expected = expected_seconds(document, w.name, variants)
             # Where none fits, the first starts all the same: every run makes progress.
-            if args.budget and not fits((w, variants)) and (started or any(map(fits, todo[i + 1:]))):
-                print(f"--budget: {w.name} left for a later run (about "
-                      f"{expected_seconds(document, w.name, variants):.0f} s, "
+            if args.budget and elapsed + expected > args.budget and (started or any(
+                    elapsed + expected_seconds(document, x.name, xv) <= args.budget for x, xv in todo[i + 1:])):
+                print(f"--budget: {w.name} left for a later run (about {expected:.0f} s, "
                       f"{max(0.0, args.budget - elapsed):.0f} s left)", file=sys.stderr)
                 continue
             started += 1
