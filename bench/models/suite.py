@@ -260,6 +260,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--profile-calls must be 0 or more")
     if args.round_ms < 0:
         p.error("--round-ms must be 0 or more")
+    if args.budget < 0:
+        p.error("--budget must be 0 or more")
     # default runs in every workload process: it records the GEMMs the tables are made for,
     # and every variant is judged against the default compile of its own process.
     args.parsed_variants = variant_order([parse_variant(v) for v in dict.fromkeys(["default", *args.variants])])

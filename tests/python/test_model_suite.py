@@ -666,6 +666,9 @@ def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "error: --mmt: the table variants need" in capsys.readouterr().err
     assert suite.main(["--workloads", "nope", "--variants", "default", "--out", str(tmp_path)]) == 2
     assert "error: --workloads: unknown workload nope" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        suite.main(["--budget", "-5", "--list"])
+    assert stopped.value.code == 2 and "--budget must be 0 or more" in capsys.readouterr().err
 
 
 def test_the_committed_results_follow_the_documented_format() -> None:
