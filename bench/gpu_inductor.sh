@@ -390,10 +390,19 @@ step_e2e_transformer() {
 # (data/shapesets/model_suite.json) and the logs come back under $out. Copy the two files
 # into the work tree before the next call to go on.
 # MODELS_FRESH=1 measures the asked workloads again, results or not (after a change).
+# MODELS_AUTOTUNE_STATE: the models/autotune_state folder of an earlier call's models_logs.tgz,
+# copied into the work tree (carried): a max-autotune compile that call's limit cut off goes on
+# from the GEMMs it had timed (bench/models/autotune_state.py).
 step_models() {
   local limit budget
   limit=$(step_limit)
   budget=$((limit > 80 ? limit - 20 : limit))
+  mkdir -p "$out/models/autotune_state"
+  if [[ -n ${MODELS_AUTOTUNE_STATE:-} ]]; then
+    [[ -d $MODELS_AUTOTUNE_STATE ]] ||
+      { echo "error: MODELS_AUTOTUNE_STATE: $MODELS_AUTOTUNE_STATE is not a folder" >&2; status=1; return; }
+    cp "$MODELS_AUTOTUNE_STATE"/*.json "$out/models/autotune_state/" 2>/dev/null
+  fi
   # shellcheck disable=SC2086 # the lists are lists of words
   timeout -s TERM "$limit" python3 bench/models/suite.py --mmt "$cli" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \

@@ -37,7 +37,11 @@ flush), +gated (Inductor's autotuning timed without the host's launch: timing.Ga
 +biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
 +flexible (max_autotune_allow_flexible_layouts).
 
-Per variant: compile time = wall time of the first call. Runtime = median over --rounds
+Per variant: compile time = wall time of the first call, with Dynamo's and Inductor's phases
+("compile_phases_s"). An autotuning variant (max_autotune, max_autotune_gemm) cut off while
+compiling (a device call's limit) goes on in a later run from the GEMMs it had timed
+(autotune_state.py, --autotune-state); its compile time is then the sum of the attempts'
+("compile_attempts"). Runtime = median over --rounds
 rounds of back-to-back calls, CUDA events around each round and
 torch.compiler.cudagraph_mark_step_begin before each call. Round r runs every variant once,
 in an order rotated by r; each round starts with one untimed call and lasts at least --calls
@@ -86,6 +90,7 @@ SOURCE_DIR = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
+import autotune_state  # noqa: E402
 import ingraph  # noqa: E402
 from matmul_toolkit_inductor.dataset import write_file_atomically  # noqa: E402
 import summary  # noqa: E402
@@ -97,6 +102,8 @@ DEFAULT_VARIANTS = ("default", "ours", "table", "max_autotune_gemm", "max_autotu
 BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 # The bases that pick with the shipped model (and take a @POLICY).
 MODEL_BASES = ("ours", "table")
+# The bases whose compile benchmarks every GEMM's choices: minutes, resumed across processes.
+AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
@@ -239,6 +246,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT") or "out", "models"),
                    help="folder for shapesets, tables and logs (default $OUT/models)")
     p.add_argument("--fresh", action="store_true", help="measure every asked workload again")
+    p.add_argument("--autotune-state",
+                   help="folder of the autotuning variants' resume states: a max-autotune compile stopped "
+                        "unfinished goes on from the GEMMs it timed (default OUT/autotune_state)")
     p.add_argument("--budget", type=float, default=0.0,
                    help="seconds this run may take: a workload starts only if it is expected to end by then "
                         "(its earlier compile times, else its variants' elsewhere, plus a minute; 0: no limit)")
@@ -262,6 +272,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--round-ms must be 0 or more")
     if args.budget < 0:
         p.error("--budget must be 0 or more")
+    args.autotune_state = args.autotune_state or os.path.join(args.out, "autotune_state")
     # default runs in every workload process: it records the GEMMs the tables are made for,
     # and every variant is judged against the default compile of its own process.
     args.parsed_variants = variant_order([parse_variant(v) for v in dict.fromkeys(["default", *args.variants])])
@@ -272,7 +283,7 @@ def child_command(args: argparse.Namespace, w: W.Workload, variants: list[Varian
     command = [sys.executable, os.path.abspath(__file__), "--child", w.name, "--record", record,
                "--variants", *[v.name for v in variants], "--out", args.out, "--model", args.model,
                "--rounds", str(args.rounds), "--calls", str(args.calls), "--round-ms", str(args.round_ms),
-               "--profile-calls", str(args.profile_calls)]
+               "--profile-calls", str(args.profile_calls), "--autotune-state", args.autotune_state]
     if args.mmt:
         command += ["--mmt", args.mmt]
     return command
@@ -344,10 +355,11 @@ def run_parent(args: argparse.Namespace) -> int:
         started = 0
         for i, (w, variants) in enumerate(todo):
             elapsed = time.monotonic() - start
-            expected = expected_seconds(document, w.name, variants)
+            expected = expected_seconds(document, w.name, variants, resumes(args, w, variants))
             # Where none fits, the first starts all the same: every run makes progress.
             if args.budget and elapsed + expected > args.budget and (started or any(
-                    elapsed + expected_seconds(document, x.name, xv) <= args.budget for x, xv in todo[i + 1:])):
+                    elapsed + expected_seconds(document, x.name, xv, resumes(args, x, xv)) <= args.budget
+                    for x, xv in todo[i + 1:])):
                 print(f"--budget: {w.name} left for a later run (about {expected:.0f} s, "
                       f"{max(0.0, args.budget - elapsed):.0f} s left)", file=sys.stderr)
                 continue
@@ -399,11 +411,12 @@ def run_parent(args: argparse.Namespace) -> int:
 WORKLOAD_OVERHEAD_S = 60.0  # a workload process's start-up, eager reference, rounds and profile
 
 
-def expected_seconds(document: dict[str, Any], name: str, variants: list[Variant]) -> float:
+def expected_seconds(document: dict[str, Any], name: str, variants: list[Variant], resuming: bool = False) -> float:
     """About how long a workload's process takes: per variant its compile time in the results,
     else the median of that variant's compile times in the other workloads (max-autotune's
     take minutes), plus WORKLOAD_OVERHEAD_S; and at least a minute more than an earlier
-    process of it ran before it was stopped unfinished."""
+    process of it ran before it was stopped unfinished, unless it is `resuming` that
+    process's compile (what it spent autotuning is kept)."""
     workloads = document.get("workloads", {})
     own = workloads.get(name, {})
     total = WORKLOAD_OVERHEAD_S
@@ -413,9 +426,21 @@ def expected_seconds(document: dict[str, Any], name: str, variants: list[Variant
             continue
         others = [r[v.name]["compile_s"] for r in workloads.values() if summary.usable(r.get(v.name))]
         total += statistics.median(others) if others else 0.0
-    stopped = [e["process_s"] for e in own.values()
-               if isinstance(e, dict) and not summary.usable(e) and isinstance(e.get("process_s"), (int, float))]
+    stopped = [] if resuming else [
+        e["process_s"] for e in own.values()
+        if isinstance(e, dict) and not summary.usable(e) and isinstance(e.get("process_s"), (int, float))]
     return max([total] + [s + WORKLOAD_OVERHEAD_S for s in stopped])
+
+
+def state_path(folder: str, workload: str, variant: str) -> str:
+    """Where an autotuning variant's compile keeps its resume state (autotune_state.py)."""
+    return os.path.join(folder, re.sub(r"[^A-Za-z0-9_.-]", "_", f"{workload}.{variant}") + ".json")
+
+
+def resumes(args: argparse.Namespace, w: W.Workload, variants: list[Variant]) -> bool:
+    """Whether an autotuning variant of the workload has an earlier attempt's state to go on from."""
+    return any(v.base in AUTOTUNING_BASES and os.path.isfile(state_path(args.autotune_state, w.name, v.name))
+               for v in variants)
 
 
 def gather_shapes(path: str, workload_shapeset: str) -> None:
@@ -648,6 +673,22 @@ def wait_for_compile_workers(torch: Any) -> None:
         print(f"compile workers not ready: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
 
+def compile_phase_seconds(torch: Any) -> dict[str, float]:
+    """Seconds spent so far in each of Dynamo's and Inductor's timed compile phases (never
+    raises: a torch without them has none to report)."""
+    try:
+        metrics = torch._dynamo.utils.compilation_time_metrics
+        return {str(k): float(sum(v)) for k, v in metrics.items()}
+    except Exception:
+        return {}
+
+
+def phase_difference(before: dict[str, float], after: dict[str, float], least_s: float = 0.05) -> dict[str, float]:
+    """The phases that took at least `least_s` between two readings, longest first."""
+    spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    return {k: round(v, 2) for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v >= least_s}
+
+
 def dynamo_graphs(torch: Any) -> int:
     """Graphs Dynamo has compiled in this process so far."""
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
@@ -750,11 +791,20 @@ class VariantRun:
         self.recorder = GemmRecorder()
         compiled = torch.compile(instance.module, dynamic=bool(w.lengths) or None, **v.compile_kwargs())
         graphs_before, skips_before = dynamo_graphs(torch), cudagraph_skips(torch)
-        with self.recorder:
+        phases_before = compile_phase_seconds(torch)
+        with self.recorder, self.resumable() as attempt:
             start = time.perf_counter()
             out = instance.call(compiled)
             torch.cuda.synchronize()
             result["compile_s"] = time.perf_counter() - start
+        result["compile_phases_s"] = phase_difference(phases_before, compile_phase_seconds(torch))
+        if attempt is not None and attempt.note:
+            print(f"{w.name}: {v.name}: {attempt.note}", flush=True)
+        if attempt is not None and attempt.number > 1:
+            # The attempts cut off earlier compiled too: charged with this one.
+            result["compile_attempts"] = {"attempts": attempt.number, "earlier_s": round(attempt.earlier_s, 1),
+                                          "last_s": result["compile_s"], "restored_files": attempt.restored}
+            result["compile_s"] += attempt.earlier_s
         errors = [relative_error(torch, out, refs[w.seq])]
         del out
         self.calls[str(w.seq)] = lambda: instance.call(compiled)
@@ -793,6 +843,22 @@ class VariantRun:
 
             shutdown_compile_workers()
         return result
+
+    def resumable(self) -> Any:
+        """An autotuning variant's compile resumes an earlier attempt's (autotune_state.py);
+        the others compile in seconds and start afresh."""
+        if self.v.base not in AUTOTUNING_BASES:
+            return contextlib.nullcontext(None)
+        try:
+            from torch._inductor.runtime.cache_dir_utils import cache_dir
+        except ImportError:  # fresh_cache() names the folder in the environment all the same
+            def cache_dir() -> str:
+                return os.environ["TORCHINDUCTOR_CACHE_DIR"]
+
+        identity = {"workload": self.w.name, "variant": self.v.name, "device": self.torch.cuda.get_device_name(),
+                    "torch": self.torch.__version__, "triton": version_of("triton")}
+        return autotune_state.resumable_compile(state_path(self.args.autotune_state, self.w.name, self.v.name),
+                                                identity, cache_dir)
 
     def probe(self, length: str) -> float:
         """Warm-up calls (the first records the CUDA graphs), then one round of --calls: ms a call."""

@@ -657,6 +657,29 @@ def test_a_workload_stopped_unfinished_is_expected_to_take_longer_than_it_ran(fa
     assert "exit 3" in entry["error"] and entry["process_s"] >= 0
 
 
+def test_a_stopped_workload_that_resumes_its_autotuning_is_expected_to_take_its_usual_time(
+        fake_suite: Any, tmp_path: Path) -> None:
+    run, results, runs = fake_suite
+    stopped = {"ms": None, "compile_s": None, "error": "workload process interrupted", "process_s": 500.0}
+    results.write_text(json.dumps({"workloads": {"t5_small": {"default": result(1.0, 2.0), "max_autotune": stopped},
+                                                 "bert_base": {"max_autotune": result(1.0, 30.0)}}}))
+    state = tmp_path / "out" / "autotune_state" / "t5_small.max_autotune.json"
+    state.parent.mkdir(parents=True)
+    state.write_text("{}")
+    # t5_small's earlier attempt left its timings: after bert_base it still fits the budget,
+    # where the 500 s its stopped process ran would not.
+    assert run("--workloads", "t5_small", "bert_base", "--variants", "default", "max_autotune", "--fresh",
+               "--budget", "200") == 0
+    assert runs.read_text().split() == ["bert_base", "t5_small"]
+
+
+def test_compile_phases_are_the_seconds_spent_between_two_readings() -> None:
+    before = {"compile_fx_inner": 1.0, "async_compile.wait": 2.0, "GraphLowering.run": 0.5}
+    after = {"compile_fx_inner": 4.0, "async_compile.wait": 2.01, "GraphLowering.run": 1.5, "Scheduler.__init__": 0.2}
+    assert list(suite.phase_difference(before, after).items()) == [
+        ("compile_fx_inner", 3.0), ("GraphLowering.run", 1.0), ("Scheduler.__init__", 0.2)]
+
+
 def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{")
