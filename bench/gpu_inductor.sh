@@ -383,7 +383,7 @@ step_e2e_transformer() {
   tail -12 "$out/e2e_tr.txt"
 }
 
-# The whole-model suite (bench/models/suite.py) on bench/models/results_h200.json: the
+# The whole-model suite (bench/models/suite.py) on bench/models/results_<gpu>.json (h200, h100): the
 # workloads it lacks (MODELS_WORKLOADS, default all) in the variants MODELS_VARIANTS (default
 # the suite's), none started that the suite expects to outlast the step (its compile times so
 # far), so each call ends inside its 10 minutes; the results, the suite's GEMMs
@@ -403,14 +403,18 @@ step_models() {
       { echo "error: MODELS_AUTOTUNE_STATE: $MODELS_AUTOTUNE_STATE is not a folder" >&2; status=1; return; }
     cp "$MODELS_AUTOTUNE_STATE"/*.json "$out/models/autotune_state/" 2>/dev/null
   fi
+  # Each GPU keeps its own results; on another GPU than the shipped model's (an H200), ours
+  # installs it all the same and says so (model_forced).
+  local results=bench/models/results_$gpu.json force=()
+  [[ $gpu == h200 ]] || force=(--force-model)
   # shellcheck disable=SC2086 # the lists are lists of words
-  timeout -s TERM "$limit" python3 bench/models/suite.py --mmt "$cli" \
+  timeout -s TERM "$limit" python3 bench/models/suite.py --mmt "$cli" --results "$results" "${force[@]}" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \
     ${MODELS_FRESH:+--fresh} \
     --budget "$budget" --workload-timeout "$limit" --out "$out/models" >"$out/models.txt" 2>"$out/models.log" ||
     status=1
   tail -40 "$out/models.txt"
-  cp bench/models/results_h200.json data/shapesets/model_suite.json "$out/" 2>/dev/null
+  cp "$results" data/shapesets/model_suite.json "$out/" 2>/dev/null
   (cd "$out" && tar -czf models_logs.tgz models && rm -rf models)
 }
 

@@ -239,6 +239,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mmt", help="the matmul_toolkit binary (export-lut makes the table variants' tables)")
     p.add_argument("--model", default=os.path.join(SOURCE_DIR, "data", "models", "inductor_h200.pt"),
                    help="model checkpoint that ours and the tables pick with (default: the shipped H200 model)")
+    p.add_argument("--force-model", action="store_true",
+                   help="ours installs the model on a GPU other than the one it was trained on "
+                        "(use_model(force=True)); each such result says model_forced")
     p.add_argument("--results", default=RESULTS, help=f"results JSON, read and rewritten (default {RESULTS})")
     p.add_argument("--shapeset", default=SHAPESET,
                    help="shapeset that gathers every measured workload's GEMMs, read and rewritten "
@@ -286,6 +289,8 @@ def child_command(args: argparse.Namespace, w: W.Workload, variants: list[Varian
                "--profile-calls", str(args.profile_calls), "--autotune-state", args.autotune_state]
     if args.mmt:
         command += ["--mmt", args.mmt]
+    if args.force_model:
+        command.append("--force-model")
     return command
 
 
@@ -775,9 +780,11 @@ class VariantRun:
         if v.base == "ours":
             from matmul_toolkit_inductor.model_hook import use_model
 
-            hook = use_model(args.model, policy=v.policy)
+            hook = use_model(args.model, policy=v.policy, force=args.force_model)
             if not hook.installed:
-                raise RuntimeError("use_model did not install (another GPU than the model's)")
+                raise RuntimeError("use_model did not install (another GPU than the model's; --force-model)")
+            if args.force_model:
+                result["model_forced"] = True
             self.stack.enter_context(hook)
         if v.base == "table":
             table_path = tables.get(v.policy)

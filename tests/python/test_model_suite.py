@@ -694,18 +694,27 @@ def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert stopped.value.code == 2 and "--budget must be 0 or more" in capsys.readouterr().err
 
 
-def test_the_committed_results_follow_the_documented_format() -> None:
-    path = SUITE_DIR / "results_h200.json"
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_the_committed_results_follow_the_documented_format(gpu: str) -> None:
+    path = SUITE_DIR / f"results_{gpu}.json"
     if not path.exists():
-        pytest.skip("bench/models/results_h200.json not measured yet")
+        pytest.skip(f"bench/models/results_{gpu}.json not measured yet")
     document = json.loads(path.read_text())
-    assert isinstance(document["device"], str) and isinstance(document["torch"], str)
+    assert isinstance(document["device"], str) and gpu.upper() in document["device"]
+    assert isinstance(document["torch"], str)
     for name, variants in document["workloads"].items():
         W.by_name([name])
         for variant, r in variants.items():
             suite.parse_variant(variant)
             if S.usable(r):
                 assert r["ms"] > 0 and r["compile_s"] > 0
+
+
+def test_forcing_the_model_onto_another_gpu_reaches_every_variants_process(tmp_path: Path) -> None:
+    args = suite.parse_args(["--variants", "default", "ours", "--force-model", "--out", str(tmp_path)])
+    command = suite.child_command(args, W.by_name(["bert_base"])[0], args.parsed_variants, "record.json")
+    assert "--force-model" in command
+    assert suite.parse_args(["--out", str(tmp_path)]).force_model is False
 
 
 def test_the_suite_on_a_gpu(tmp_path: Path) -> None:
