@@ -778,13 +778,14 @@ class VariantRun:
         hook = None
         self.stack.enter_context(fresh_cache())
         if v.base == "ours":
-            from matmul_toolkit_inductor.model_hook import use_model
+            from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
             hook = use_model(args.model, policy=v.policy, force=args.force_model)
             if not hook.installed:
                 raise RuntimeError("use_model did not install (another GPU than the model's; --force-model)")
-            if args.force_model:
-                result["model_forced"] = True
+            forced = gpu_mismatch(hook.model.info())
+            if forced:
+                result["model_forced"] = forced  # why it would not have installed
             self.stack.enter_context(hook)
         if v.base == "table":
             table_path = tables.get(v.policy)
