@@ -35,7 +35,9 @@ A variant name may end in settings, each one suspect of the in-graph gap tested 
 +noepi (benchmark_epilogue_fusion off), +noflush (Inductor's benchmarker without its L2
 flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
 +biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
-+flexible (max_autotune_allow_flexible_layouts).
++flexible (max_autotune_allow_flexible_layouts); and for ours, +outeraten (the model's picks
+for K = 1 GEMMs, the rotary embedding's outer products, on ATen: is the GPU's idle time beside
+them theirs?).
 
 Per variant: compile time = wall time of the first call, with Dynamo's and Inductor's phases
 ("compile_phases_s"). An autotuning variant (max_autotune, max_autotune_gemm) cut off while
@@ -104,7 +106,7 @@ BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 MODEL_BASES = ("ours", "table")
 # The bases whose compile benchmarks every GEMM's choices: minutes, resumed across processes.
 AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
-SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible")
+SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 SEED = 0
@@ -163,6 +165,8 @@ def parse_variant(text: str) -> Variant:
             raise UsageError("--variants", f"'{text}': unknown setting {s} (known: {' '.join(SETTINGS)})")
     if base == "default" and settings:
         raise UsageError("--variants", f"'{text}': default takes no settings (they change GEMM autotuning)")
+    if base != "ours" and "+outeraten" in settings:
+        raise UsageError("--variants", f"'{text}': +outeraten changes the model's picks inside ours only")
     if base in MODEL_BASES and "+biasaddmm" in settings:
         raise UsageError("--variants", f"'{text}': the model's policy names its ATen choices itself (the graph "
                                        "policy: bias_addmm alone)")
@@ -560,9 +564,24 @@ def host_and_wall_us(torch: Any, call: Callable[[], Any], calls: int) -> tuple[f
     return 1e6 * (issued - start) / calls, 1e6 * (done - start) / calls
 
 
+# An outer product's ATen entry, by the model's op.
+OUTER_PRODUCT_ATEN = {"mm": "aten::mm", "addmm": "aten::bias_addmm", "bmm": "aten::bmm"}
+
+
+def outer_products_on_aten(op_key: str, shape: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """+outeraten: the model's answer for a K = 1 GEMM (an outer product, such as the rotary
+    embedding's frequencies times positions) made ATen alone; any other answer as it is."""
+    if int(shape.get("K", 0)) != 1 or answer.get("decision") == "aten":
+        return answer
+    vendor_ms = answer.get("vendor_ms")
+    return dict(answer, entries=[{"template_id": OUTER_PRODUCT_ATEN[op_key.split("_")[0]]}],
+                predicted_ms=[] if vendor_ms is None else [vendor_ms], decision="aten")
+
+
 @contextlib.contextmanager
 def suspect_settings(variant: Variant) -> Iterator[None]:
-    """The +noflush, +gated and +biasaddmm settings, which are patches, not Inductor options."""
+    """The +noflush, +gated, +biasaddmm and +outeraten settings, which are patches, not
+    Inductor options."""
     from torch._inductor.runtime.benchmarking import benchmarker
 
     from matmul_toolkit_inductor.timing import gated_benchmarks
@@ -593,6 +612,16 @@ def suspect_settings(variant: Variant) -> Iterator[None]:
 
         V.set_choices_handler(BiasAddmmOnly())
         undo.append(lambda: V.set_choices_handler(InductorChoices()))
+    if "+outeraten" in variant.settings:
+        from matmul_toolkit_inductor.model_hook import ModelHook
+
+        decide = ModelHook._decide
+
+        def outer_on_aten(hook: Any, key: str, shape: dict[str, Any]) -> dict[str, Any]:
+            return outer_products_on_aten(key, shape, decide(hook, key, shape))
+
+        setattr(ModelHook, "_decide", outer_on_aten)
+        undo.append(lambda: setattr(ModelHook, "_decide", decide))
     try:
         yield
     finally:

@@ -210,6 +210,7 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
     ("max_autotune+gated", "max_autotune", None, ("+gated",)),
     ("ours@graph+noepi", "ours", "graph", ("+noepi",)),
     ("ours@isolated", "ours", "isolated", ()),
+    ("ours+outeraten", "ours", None, ("+outeraten",)),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
@@ -219,10 +220,33 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
 @pytest.mark.parametrize("text, message", [
     ("fast", "BASE"), ("default+noepi", "no settings"), ("max_autotune@graph", "only ours and table"),
     ("ours+turbo", "unknown setting"), ("ours+noepi+noepi", "repeats"), ("ours+biasaddmm", "names its ATen"), ("use_model", "BASE"),
+    ("max_autotune_gemm+outeraten", "inside ours only"), ("table+outeraten", "inside ours only"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
     with pytest.raises(suite.UsageError, match=message):
         suite.parse_variant(text)
+
+
+KERNEL = {"template_id": "triton::mm", "BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 8, "num_stages": 1,
+          "num_warps": 2}
+
+
+def picked(kernel_ms: float, vendor_ms: float) -> dict[str, Any]:
+    return {"policy": "graph", "entries": [KERNEL], "predicted_ms": [kernel_ms], "kernel_ms": kernel_ms,
+            "vendor_ms": vendor_ms, "decision": "kernel"}
+
+
+def test_outeraten_puts_the_models_k1_picks_on_aten_and_leaves_the_rest() -> None:
+    rotary = {"M": 64, "N": 512, "K": 1}
+    assert suite.outer_products_on_aten("mm", rotary, picked(0.0039, 0.0069)) == {
+        "policy": "graph", "entries": [{"template_id": "aten::mm"}], "predicted_ms": [0.0069], "kernel_ms": 0.0039,
+        "vendor_ms": 0.0069, "decision": "aten"}
+    assert suite.outer_products_on_aten("addmm_nt", rotary, picked(1, 2))["entries"] == [
+        {"template_id": "aten::bias_addmm"}]
+    assert suite.outer_products_on_aten("bmm", rotary, picked(1, 2))["entries"] == [{"template_id": "aten::bmm"}]
+    assert suite.outer_products_on_aten("mm_nt", {"M": 1024, "N": 8, "K": 1024}, picked(1, 2)) == picked(1, 2)
+    aten = dict(picked(2, 1), entries=[{"template_id": "aten::mm"}], decision="aten")
+    assert suite.outer_products_on_aten("mm", rotary, aten) is aten
 
 
 def test_each_base_compiles_with_its_inductor_settings() -> None:
