@@ -36,11 +36,7 @@ def kept_files(cache_dir: str) -> dict[str, str]:
     autotune cache (cache/*) and every tuned kernel's *.best_config."""
     root = Path(cache_dir)
     found: dict[str, str] = {}
-    if not root.is_dir():
-        return found
-    paths = list((root / "cache").glob("*")) if (root / "cache").is_dir() else []
-    paths += root.rglob("*.best_config")
-    for path in paths:
+    for path in [*(root / "cache").glob("*"), *root.rglob("*.best_config")]:
         if not path.is_file():
             continue
         with contextlib.suppress(OSError, UnicodeDecodeError):
@@ -102,32 +98,30 @@ def resumable_compile(path: str, identity: dict[str, Any], cache_dir: Callable[[
     restored = restore_files(cache_dir(), state.get("files", {})) if state else 0
     attempt = Attempt(number=len(attempts) + 1, earlier_s=sum(attempts), restored=restored, note=note)
     start = clock()
-    lock = threading.Lock()
     stop = threading.Event()
 
     def save() -> None:
-        document = {"format": FORMAT, "identity": identity, "attempts_s": [*attempts, clock() - start],
-                    "files": kept_files(cache_dir())}
-        with lock:
+        with contextlib.suppress(Exception):  # a failed save must not fail the compile
+            document = {"format": FORMAT, "identity": identity, "attempts_s": [*attempts, clock() - start],
+                        "files": kept_files(cache_dir())}
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             write_file_atomically(Path(path), json.dumps(document) + "\n")
 
     def keep_saving() -> None:
         while not stop.wait(every_s):
-            with contextlib.suppress(Exception):  # a failed save must not fail the compile
-                save()
+            save()
 
     saver = threading.Thread(target=keep_saving, name="autotune-state", daemon=True)
     saver.start()
+    finished = False
     try:
         yield attempt
-    except BaseException:
+        finished = True
+    finally:
         stop.set()
-        saver.join()
-        with contextlib.suppress(Exception):
+        saver.join()  # the last save is over: only this thread writes the state now
+        if finished:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        else:
             save()
-        raise
-    stop.set()
-    saver.join()
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)

@@ -322,6 +322,8 @@ def check_inputs(args: argparse.Namespace) -> list[W.Workload]:
         chosen = W.by_name(args.workloads)
     except W.WorkloadError as e:
         raise UsageError("--workloads", str(e))
+    if os.path.exists(args.autotune_state) and not os.path.isdir(args.autotune_state):
+        raise UsageError("--autotune-state", f"{args.autotune_state} is not a folder")
     if any(v.base == "ours" for v in args.parsed_variants):
         from matmul_toolkit_inductor.rank_library import RankLibraryError, load_library
 
@@ -886,11 +888,7 @@ class VariantRun:
         the others compile in seconds and start afresh."""
         if self.v.base not in AUTOTUNING_BASES:
             return contextlib.nullcontext(None)
-        try:
-            from torch._inductor.runtime.cache_dir_utils import cache_dir
-        except ImportError:  # fresh_cache() names the folder in the environment all the same
-            def cache_dir() -> str:
-                return os.environ["TORCHINDUCTOR_CACHE_DIR"]
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
 
         identity = {"workload": self.w.name, "variant": self.v.name, "device": self.torch.cuda.get_device_name(),
                     "torch": self.torch.__version__, "triton": version_of("triton")}

@@ -713,6 +713,8 @@ def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "error: --mmt: the table variants need" in capsys.readouterr().err
     assert suite.main(["--workloads", "nope", "--variants", "default", "--out", str(tmp_path)]) == 2
     assert "error: --workloads: unknown workload nope" in capsys.readouterr().err
+    assert suite.main(["--autotune-state", str(bad), "--variants", "default", "--out", str(tmp_path)]) == 2
+    assert f"error: --autotune-state: {bad} is not a folder" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stopped:
         suite.main(["--budget", "-5", "--list"])
     assert stopped.value.code == 2 and "--budget must be 0 or more" in capsys.readouterr().err
