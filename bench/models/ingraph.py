@@ -30,6 +30,8 @@ OTHER = "other"
 VERSUS_TOLERANCE = 0.10
 CATEGORIES = (GEMM, ATTENTION, CONVOLUTION, OTHER_GEMM, OTHER)
 HOST_BOUND = 0.9  # the host's issue time over the wall time from which the host sets the pace
+GAPS_KEPT = 5  # the longest waits between kernels a report keeps
+OTHER_KERNELS_KEPT = 12  # the costliest non-GEMM kernels a report keeps
 
 _TRITON_TEMPLATE = re.compile(r"^triton_tem_")
 _TRITON_CONVOLUTION = re.compile(r"_convolution(_|$)")
@@ -38,6 +40,7 @@ _ATTENTION = re.compile(r"fmha|flash|sdpa|attention|Attention", re.IGNORECASE)
 _CONVOLUTION = re.compile(r"conv|fprop|dgrad|wgrad|cudnn", re.IGNORECASE)
 _OTHER_GEMM = re.compile(r"GroupProblemShape|grouped_gemm|grouped_mm", re.IGNORECASE)
 _LIBRARY_GEMM = re.compile(r"nvjet|gemm|xmma|cutlass|cublas|Kernel2", re.IGNORECASE)
+_INDUCTOR_INDEX = re.compile(r"_\d+$")
 _SPLIT_K_REDUCE = re.compile(r"splitKreduce|reduce_kernel.*splitK", re.IGNORECASE)
 
 
@@ -166,16 +169,67 @@ def disagreements(problems: Sequence[dict[str, Any]], tolerance: float = 0.15) -
     return sorted(out, key=lambda p: -p["total_us"])
 
 
-def report(kernels: Sequence[tuple[str, float]], calls: int, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The in-graph report of one variant: per-call breakdown by category, and per GEMM
-    problem its in-graph time beside Inductor's benchmark where it benchmarked."""
+def timeline(spans: Sequence[tuple[str, float, float]], calls: int, gaps: int = GAPS_KEPT) -> dict[str, Any]:
+    """Where the GPU waits inside the profiled calls, from the kernels' (name, start µs, end µs)
+    in start order: the calls' span from the first kernel's start to the last one's end, the
+    time some kernel ran (overlaps counted once), the rest idle, all µs a call; and the `gaps`
+    longest waits between one kernel's end and the next start, each as the median over the
+    calls at that place in the call, with the kernels on either side. Measured in the same
+    window as the kernels, unlike the timed rounds' wall time, where clocks may differ."""
+    if not spans:
+        return {}
+    busy, reach = 0.0, spans[0][1]
+    waits: list[float] = []
+    for _, start, end in spans:
+        waits.append(max(0.0, start - reach))
+        busy += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    span = reach - spans[0][1]
+    out: dict[str, Any] = {"span_us_a_call": span / calls, "busy_us_a_call": busy / calls,
+                           "idle_us_a_call": (span - busy) / calls}
+    if len(spans) % calls == 0:
+        n = len(spans) // calls
+        places = [(statistics.median(waits[c * n + i] for c in range(calls)), i) for i in range(1, n)]
+        places.sort(reverse=True)
+        out["longest_gaps"] = [{"us": us, "after": spans[i - 1][0], "before": spans[i][0]}
+                               for us, i in places[:gaps] if us > 0]
+    return out
+
+
+def kernel_kind(name: str) -> str:
+    """A kernel's name without the index Inductor numbers its kernels with
+    (triton_poi_fused_gelu_view_9 -> triton_poi_fused_gelu_view): the same fused kernel has
+    another number in another variant's program."""
+    return _INDUCTOR_INDEX.sub("", name) if name.startswith("triton_") else name
+
+
+def top_other_kernels(call: Sequence[tuple[str, float]], kept: int = OTHER_KERNELS_KEPT) -> list[dict[str, Any]]:
+    """The non-GEMM kernels of one call that took the most device time, merged by kind
+    (kernel_kind): the kernels to compare between variants whose GEMMs ran the same."""
+    by_name: dict[str, list[float]] = {}
+    for name, us in call:
+        if category(name) != GEMM:
+            by_name.setdefault(kernel_kind(name), []).append(us)
+    costliest = sorted(by_name.items(), key=lambda item: -sum(item[1]))[:kept]
+    return [{"kernel": n, "count": len(v), "total_us": sum(v)} for n, v in costliest]
+
+
+def report(kernels: Sequence[tuple[str, float]], calls: int, records: Sequence[dict[str, Any]],
+           spans: Sequence[tuple[str, float, float]] = ()) -> dict[str, Any]:
+    """The in-graph report of one variant: per-call breakdown by category, the GPU's waits
+    (timeline(), where the kernels' start and end times are given), the costliest other
+    kernels, and per GEMM problem its in-graph time beside Inductor's benchmark where it
+    benchmarked."""
     try:
         call = per_call_kernels(kernels, calls)
     except ValueError as e:
         return {"error": str(e), "kernels": len(kernels)}
     rows, why = attribute(call, records)
     out: dict[str, Any] = {"breakdown_us": breakdown(call), "kernels_per_call": len(call),
-                           "gemm_kernels": len(gemm_kernels(call)), "gemms_lowered": len(records)}
+                           "gemm_kernels": len(gemm_kernels(call)), "gemms_lowered": len(records),
+                           "other_kernels": top_other_kernels(call)}
+    if spans:
+        out["timeline"] = timeline(spans, calls)
     if rows is None:
         out["unattributed"] = why
         names: dict[str, list[float]] = {}
@@ -302,6 +356,30 @@ def _versus_lines(against: dict[str, Any], tolerance: float) -> list[str]:
     return lines
 
 
+def other_kernels_versus(base: dict[str, Any], other: dict[str, Any], kept: int = GAPS_KEPT) -> list[dict[str, Any]]:
+    """The non-GEMM kernels whose µs a call differ most between two reports (by kind, among
+    each report's costliest; a kernel missing from one counts 0 there), largest change first."""
+    def by_kind(report_: dict[str, Any]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for r in report_.get("other_kernels", []):
+            out[kernel_kind(r["kernel"])] = out.get(kernel_kind(r["kernel"]), 0.0) + r["total_us"]
+        return out
+
+    mine, theirs = by_kind(other), by_kind(base)
+    kinds = sorted(dict.fromkeys([*theirs, *mine]), key=lambda k: -abs(mine.get(k, 0.0) - theirs.get(k, 0.0)))
+    return [{"kernel": k, "base_us": theirs.get(k, 0.0), "other_us": mine.get(k, 0.0),
+             "delta_us": mine.get(k, 0.0) - theirs.get(k, 0.0)} for k in kinds[:kept]]
+
+
+def _other_kernel_lines(base: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    rows = [r for r in other_kernels_versus(base, other) if abs(r["delta_us"]) >= 1.0]
+    if not rows:
+        return []
+    return (["   other kernels that moved most against default (µs a call):"]
+            + [f"     {r['kernel'][:60]:<60} {r['other_us']:8.1f} against {r['base_us']:8.1f} ({r['delta_us']:+.1f})"
+               for r in rows])
+
+
 def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
     """The in-graph reports of a results document as text: per workload and variant the
     device time per category, then each GEMM problem's in-graph time beside Inductor's
@@ -332,6 +410,12 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
             elif result.get("ms"):
                 lines.append("   the profiled kernels took longer than the timed call (the profiler's overhead, "
                              "or a profile of another run): no idle time" + host_notes)
+            t = report_.get("timeline")
+            if t:
+                lines.append(f"   in the profiled calls: span {t['span_us_a_call']:.1f} µs a call, kernels busy "
+                             f"{t['busy_us_a_call']:.1f}, the GPU idle {t['idle_us_a_call']:.1f}")
+                lines += [f"     waits {g['us']:6.1f} µs after {g['after'][:44]} before {g['before'][:44]}"
+                          for g in t.get("longest_gaps", [])]
             if "problems" not in report_:
                 lines.append(f"   GEMMs not attributed: {report_.get('unattributed', '')}")
                 continue
@@ -349,6 +433,8 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                              f", isolated {isolated:>8} µs{mark}{gated}  {p['kernel'][:48]}")
             if against is not None and against["triton_problems"]:
                 lines += _versus_lines(against, VERSUS_TOLERANCE)
+            if reference and comparable:
+                lines += _other_kernel_lines(reference, report_)
     wins = triton_wins(document, tolerance=VERSUS_TOLERANCE)
     if any(v is not None for v in wins.values()):
         lines.append("== Triton against cuBLAS in the graph (the problems where a variant ran Triton)")

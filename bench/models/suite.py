@@ -261,8 +261,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "(its earlier compile times, else its variants' elsewhere, plus a minute; 0: no limit)")
     p.add_argument("--workload-timeout", type=float, default=3000.0,
                    help="seconds one workload's process may take before it is stopped (default 3000)")
-    p.add_argument("--rounds", type=int, default=10,
-                   help="timed rounds per variant, rounded up to a multiple of the variants; median taken (default 10)")
+    # 30: a prefill's rounds spread by 2-3 % (the GPU's power and clocks), so that ten rounds'
+    # median moved ours against default by about 1 %; thirty cost under 3 s a variant.
+    p.add_argument("--rounds", type=int, default=30,
+                   help="timed rounds per variant, rounded up to a multiple of the variants; median taken (default 30)")
     p.add_argument("--calls", type=int, default=10, help="fewest calls per timed round (default 10)")
     p.add_argument("--round-ms", type=float, default=25.0,
                    help="more calls per round until a round lasts about this long (default 25 ms)")
@@ -535,8 +537,8 @@ def calls_per_round(per_call_ms: float, fewest: int, round_ms: float) -> int:
     return max(fewest, math.ceil(round_ms / per_call_ms))
 
 
-def profiled_kernels(torch: Any, call: Callable[[], Any], calls: int) -> list[tuple[str, float]]:
-    """The device kernels (and copies) of `calls` calls, in start order: (name, µs)."""
+def profiled_kernels(torch: Any, call: Callable[[], Any], calls: int) -> list[tuple[str, float, float]]:
+    """The device kernels (and copies) of `calls` calls, in start order: (name, start µs, end µs)."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
@@ -548,7 +550,8 @@ def profiled_kernels(torch: Any, call: Callable[[], Any], calls: int) -> list[tu
     events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
               and not getattr(e, "is_user_annotation", False) and "#" not in e.name]
     events.sort(key=lambda e: e.time_range.start)
-    return [(e.name, float(e.device_time)) for e in events]
+    # time_range is the kernel's own start and end on the GPU (µs, the profiler's clock)
+    return [(e.name, float(e.time_range.start), float(e.time_range.end)) for e in events]
 
 
 def host_and_wall_us(torch: Any, call: Callable[[], Any], calls: int) -> tuple[float, float]:
@@ -918,9 +921,10 @@ class VariantRun:
         found["host_us_a_call"], found["wall_us_a_call"] = host_and_wall_us(self.torch, first, 2 * self.args.calls)
         if self.args.profile_calls and len(self.calls) == 1:
             call = next(iter(self.calls.values()))
-            kernels = profiled_kernels(self.torch, call, self.args.profile_calls)
+            spans = profiled_kernels(self.torch, call, self.args.profile_calls)
             isolated_aten_ms(self.torch, self.records, aten_cache)
-            found["in_graph"] = ingraph.report(kernels, self.args.profile_calls, self.records)
+            kernels = [(name, end - start) for name, start, end in spans]
+            found["in_graph"] = ingraph.report(kernels, self.args.profile_calls, self.records, spans)
         recompiled = dynamo_graphs(self.torch) - self.graphs_compiled
         if recompiled:
             found["recompiled_while_timed"] = recompiled

@@ -400,6 +400,43 @@ def test_a_profile_splits_into_identical_calls_with_median_times() -> None:
         G.split_calls([("a", 1.0), ("b", 1.0)], 2)
 
 
+def test_the_timeline_finds_the_gpus_waits_and_where_they_fall() -> None:
+    # Two calls of three kernels; the second kernel overlaps the first by 1 µs; a call waits
+    # 4 then 6 µs before its third kernel, and 10 µs pass between the calls.
+    one = [("a", 0.0, 5.0), ("b", 4.0, 8.0), ("c", 12.0, 15.0)]
+    spans = one + [(n, s + 25.0, e + 25.0) for n, s, e in one]
+    spans[5] = ("c", 39.0, 40.0)
+    t = G.timeline(spans, 2)
+    assert t["span_us_a_call"] == pytest.approx(20.0)
+    assert t["busy_us_a_call"] == pytest.approx((11.0 + 9.0) / 2)
+    assert t["idle_us_a_call"] == pytest.approx(20.0 - 10.0)
+    assert t["longest_gaps"] == [{"us": 5.0, "after": "b", "before": "c"}]
+    assert G.timeline([], 1) == {}
+    # Calls of unequal kernel counts: the totals, no places.
+    assert "longest_gaps" not in G.timeline(spans[:5], 2)
+
+
+def test_the_report_keeps_the_costliest_other_kernels_and_what_moved() -> None:
+    # Inductor numbers its kernels: the same fused kernel is _3 in one program, _5 in another.
+    base = G.report([("triton_red_ln_3", 10.0), ("nvjet_x", 30.0), ("triton_red_ln_4", 6.0), ("triton_poi_add", 2.0)],
+                    1, [record("mm", 8, 8, 8)], spans=[("nvjet_x", 0.0, 30.0)])
+    assert base["other_kernels"] == [{"kernel": "triton_red_ln", "count": 2, "total_us": 16.0},
+                                     {"kernel": "triton_poi_add", "count": 1, "total_us": 2.0}]
+    assert base["timeline"]["busy_us_a_call"] == pytest.approx(30.0)
+    other = G.report([("triton_red_ln_5", 40.0), ("nvjet_x", 30.0), ("triton_poi_mul", 0.5)], 1, [record("mm", 8, 8, 8)])
+    assert "timeline" not in other
+    moved = G.other_kernels_versus(base, other)
+    assert [(r["kernel"], r["delta_us"]) for r in moved] == [("triton_red_ln", 24.0), ("triton_poi_add", -2.0),
+                                                             ("triton_poi_mul", 0.5)]
+    document = {"workloads": {"w": {"default": result(1.0, 5.0, in_graph=base, run="r1"),
+                                    "ours": result(1.0, 5.0, in_graph=other, run="r1")}}}
+    lines = G.text(document).splitlines()
+    assert "   in the profiled calls: span 30.0 µs a call, kernels busy 30.0, the GPU idle 0.0" in lines
+    assert any(line.startswith("     triton_red_ln") and line.endswith("40.0 against     16.0 (+24.0)")
+               for line in lines)
+    assert not any("triton_poi_mul" in line for line in lines)  # moved by less than 1 µs
+
+
 def record(op: str, M: int, N: int, K: int, chosen: str = "aten", **benchmark: float) -> dict[str, Any]:
     return {"name": op.split("_")[0], "op": op, "chosen": chosen, "benchmark_ms": dict(benchmark),
             "shape": {"B": 1, "M": M, "N": N, "K": K, "M_dtype": "bfloat16"}}
@@ -929,15 +966,15 @@ def test_the_workload_process_compiles_each_variant_alone_then_times_them_togeth
         "eager_call_ms default", "compile default", "compile ours", "compile max_autotune", "compile table@isolated"]
     assert log.index("compile table@isolated") < log.index("probe default")
     assert document["environment"] == {"device": "Fake GPU"} and document["eager_call_ms"] == 7.0
-    # 10 rounds, rounded up to a multiple of the 3 variants timed
-    assert variants["ours"]["ms"] == pytest.approx(0.9) and len(variants["ours"]["rounds_ms"]) == 12
+    # 30 rounds, a multiple of the 3 variants timed
+    assert variants["ours"]["ms"] == pytest.approx(0.9) and len(variants["ours"]["rounds_ms"]) == 30
     assert variants["ours"]["default_ms"] == pytest.approx(1.0)  # stamped with its run's default
     # A variant whose process died or failed to compile is closed at once and timed nowhere;
     # one with a wrong result is timed (its rounds kept) but has no runtime.
     assert variants["max_autotune_gemm"]["error"] == "prepare: the max_autotune_gemm process died (exit code -9)"
     assert variants["max_autotune"]["error"] == "RuntimeError: out of memory"
     assert "rounds_ms" not in variants["max_autotune"]
-    assert variants["table@isolated"]["ms"] is None and len(variants["table@isolated"]["rounds_ms"]) == 12
+    assert variants["table@isolated"]["ms"] is None and len(variants["table@isolated"]["rounds_ms"]) == 30
     # Profiled one after the other, the ATen timings passed on.
     assert variants["default"]["in_graph"] == {"seen": ["default"]}
     assert variants["table@isolated"]["in_graph"] == {"seen": ["default", "ours", "table@isolated"]}
