@@ -383,24 +383,21 @@ def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
     return again + variants + [Variant(AUTOTUNE)]
 
 
-class HookChoices:
-    """use_model's choices handler for one variant (the model decides each GEMM, no table),
-    and what it decided."""
+@contextlib.contextmanager
+def model_installed(model: str, policy: str) -> Iterator[Any]:
+    """use_model as a user installs it (every compiling thread, its config settings), forced
+    onto any GPU. Yields the hook and why it was forced (None on the model's own GPU)."""
+    from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
-    def __init__(self, model: str, policy: str) -> None:
-        from torch._inductor.lookup_table.choices import LookupTableChoices
+    with use_model(model or None, policy=policy, force=True) as hook:
+        yield hook, gpu_mismatch(hook.model.info())
 
-        from matmul_toolkit_inductor.model_hook import ModelHook, model_choices_class
-        from matmul_toolkit_inductor.rank_library import RankModel
 
-        self.hook = ModelHook(RankModel.open(model), policy)
-        self.handler = model_choices_class(LookupTableChoices, self.hook)()
-
-    def status(self) -> str:
-        """hit: the model decided a GEMM; miss: it left every GEMM to Inductor; none: not asked."""
-        if not self.hook.decisions:
-            return "none"
-        return "hit" if any(d.decision != "fallback" for d in self.hook.decisions) else "miss"
+def hook_status(hook: Any) -> str:
+    """hit: the model decided a GEMM; miss: it left every GEMM to Inductor; none: not asked."""
+    if not hook.decisions:
+        return "none"
+    return "hit" if any(d.decision != "fallback" for d in hook.decisions) else "miss"
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -759,15 +756,21 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
     from matmul_toolkit_inductor import lut
 
     recorder = LookupRecorder() if variant.table is not None else None
-    hook = HookChoices("" if variant.model == "the default model" else variant.model or "", variant.hook_policy) \
-        if variant.hook_policy else None
+    hook: Any = None
+    forced: Optional[str] = None
     lut.TABLE_HITS.op = None
     lut.TABLE_HITS.skip_precompile = variant.table is not None and not (variant.settings or {}).get("precompile_hits")
     result: dict[str, Any] = {"runtime_ms": None, "compile_s": None}
     captured = None
     try:
-        with fresh_cache(dir=cache_root()), inductor_config.patch(inductor_patch(variant.table, variant.settings)), \
-                choices_handler(recorder.handler if recorder else hook.handler if hook else InductorChoices()):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(fresh_cache(dir=cache_root()))
+            stack.enter_context(inductor_config.patch(inductor_patch(variant.table, variant.settings)))
+            if variant.hook_policy:
+                hook, forced = stack.enter_context(model_installed(
+                    "" if variant.model == "the default model" else variant.model or "", variant.hook_policy))
+            else:
+                stack.enter_context(choices_handler(recorder.handler if recorder else InductorChoices()))
             compiled = torch.compile(fresh_gemm(getattr(torch, p.op)), dynamic=False)
             codes: list[str] = []
             with output_code(codes):
@@ -787,8 +790,10 @@ def compile_variant(torch: Any, p: Problem, operands: list[Any], ref: Any, varia
         result["error"] = f"{type(e).__name__}: {text[0][:200] if text else ''}"
         captured = None
     if hook:
-        result["lookup"] = hook.status()
-        result["decisions"] = hook.hook.explain().splitlines()[1:]
+        result["lookup"] = hook_status(hook)
+        result["decisions"] = hook.explain().splitlines()[1:]
+        if forced:
+            result["model_forced"] = forced
     if recorder:
         result["lookup"] = recorder.status()
         result["lookup_configs"] = max((e["configs"] for e in recorder.lookups), default=0)

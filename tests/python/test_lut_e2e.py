@@ -9,8 +9,10 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from test_model_hook import FakeModel, fake_torch, linear, opened  # noqa: F401 (fake_torch: a fixture)
 
 SOURCE_DIR = Path(__file__).resolve().parents[2]
 CLI = Path(os.environ.get("MMT_CLI", SOURCE_DIR / "build" / "src" / "cli" / "matmul_toolkit"))
@@ -115,6 +117,21 @@ def test_kernel_of_reads_aten_calls_including_bias_addmm() -> None:
     assert lut_e2e.kernel_of(["buf0 = extern_kernels.bias_addmm(arg0_1, arg1_1, arg2_1)"]) == "aten"
     assert lut_e2e.kernel_of(["extern_kernels.mm(arg0_1, arg1_1, out=buf0)"]) == "aten"
     assert lut_e2e.kernel_of(["extern_kernels.mmx(arg0_1)"]) == "other"
+
+
+def test_a_use_model_variant_compiles_with_the_hook_installed_as_a_user_installs_it(
+        fake_torch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook decides only while installed: a handler made from it without use_model() left
+    every GEMM to Inductor (every decision 'none', 2026-12-06)."""
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}, hardware="NVIDIA H100 80GB HBM3"))  # not this GPU: forced
+    with lut_e2e.model_installed("", "graph") as (hook, forced):
+        assert hook.installed and hook.policy == "graph" and isinstance(V.choices, config.inductor_choices_class)
+        assert forced == "the model was trained on NVIDIA H100 80GB HBM3, this GPU is NVIDIA H200"
+        assert lut_e2e.hook_status(hook) == "none"
+        V.choices.lookup_template_configs(linear(64, 64, 64), "mm", ["aten::mm", "triton::mm"])
+        assert lut_e2e.hook_status(hook) == "hit"
+    assert not hook.installed and config.inductor_choices_class is None
 
 
 def test_use_model_variants_come_after_the_tables(tmp_path: Path) -> None:
