@@ -34,16 +34,18 @@ namespace {
 /// --policy's help: the presets' names and what each is for.
 std::string policy_help() {
     std::string names;
-    for (const auto& name : model::policy_names()) names += (names.empty() ? "" : " or ") + name;
+    for (const auto& name : model::policy_names()) names += (names.empty() ? "" : ", ") + name;
     const double graph_margin = *model::graph_policy().kernel_margin * 100.0;
     return fmt::format(
         "Decision policy for the tables: {} (default without --top-k and the rule flags: {}). graph: judged "
         "by whole-model runtime, never relying on Inductor's benchmark: one entry per table, the best kernel "
         "config where predicted more than {:g} % faster than ATen, else ATen (an addmm's as aten::bias_addmm "
-        "alone). isolated: tuned against Inductor's isolated benchmark of single GEMMs, the recommended "
-        "--top-k 1 --with-aten --aten-from 10 --compile-margin 5 --aten-alone-from 100 --aten-alone-gemv "
-        "--runner-up-within 5 --heavy-pick-alone 5. Cannot be combined with --top-k or the rule flags; a "
-        "torch-diode Table takes the policy's top-k only",
+        "alone). graph-both-addmm: graph, but an addmm left to ATen gets both aten::bias_addmm and "
+        "aten::addmm for Inductor to time (a candidate, not yet measured in whole models). isolated: tuned "
+        "against Inductor's isolated benchmark of single GEMMs, the recommended --top-k 1 --with-aten "
+        "--aten-from 10 --compile-margin 5 --aten-alone-from 100 --aten-alone-gemv --runner-up-within 5 "
+        "--heavy-pick-alone 5. Cannot be combined with --top-k or the rule flags; a torch-diode Table takes "
+        "the policy's top-k only",
         names, model::kDefaultPolicy, graph_margin);
 }
 

@@ -663,7 +663,8 @@ TEST_F(ExportLutCli, PolicyWithTopKOrARuleFlagIsOneErrorLine) {
          "error: --policy: cannot be combined with --runner-up-within (a policy sets it)\n"},
         {{"--policy", "graph", "--heavy-pick-alone", "5"},
          "error: --policy: cannot be combined with --heavy-pick-alone (a policy sets it)\n"},
-        {{"--policy", "fast"}, "error: --policy: unknown policy 'fast' (expected graph or isolated)\n"},
+        {{"--policy", "fast"},
+         "error: --policy: unknown policy 'fast' (expected one of graph, graph-both-addmm, isolated)\n"},
     };
     for (const auto& [extra, message] : cases) {
         auto args = base;

@@ -118,7 +118,9 @@ TEST(DecisionPolicyWriter, BiasAddmmOnlyWritesAddmmsAtenEntryAsBiasAddmmAlone) {
     const auto graph = nlohmann::json::parse(inductor_lut_json(problems, graph_policy().inductor_options()));
     const auto isolated = nlohmann::json::parse(inductor_lut_json(problems, isolated_policy().inductor_options()));
 
+    const auto both = nlohmann::json::parse(inductor_lut_json(problems, graph_both_addmm_policy().inductor_options()));
     EXPECT_EQ(ids(graph.at(key(problems[1]))), (Names{"aten::bias_addmm"}));
+    EXPECT_EQ(ids(both.at(key(problems[1]))), (Names{"aten::bias_addmm", "aten::addmm"}));
     EXPECT_EQ(ids(isolated.at(key(problems[1]))), (Names{"aten::bias_addmm", "aten::addmm"}));
     for (const auto& table : {graph, isolated}) {
         EXPECT_EQ(ids(table.at(key(problems[0]))), (Names{"aten::mm"}));
@@ -150,7 +152,7 @@ TEST(DecisionPolicyWriter, OptionsKeepTheDeviceKeys) {
 }
 
 TEST(DecisionPolicyPresets, NamesAndTheUnknownNameError) {
-    EXPECT_EQ(policy_names(), (Names{"graph", "isolated"}));
+    EXPECT_EQ(policy_names(), (Names{"graph", "graph-both-addmm", "isolated"}));
     EXPECT_EQ(std::string(kDefaultPolicy), "graph");
     EXPECT_EQ(policy_named("graph").name, "graph");
     EXPECT_EQ(policy_named("isolated").name, "isolated");
@@ -159,7 +161,7 @@ TEST(DecisionPolicyPresets, NamesAndTheUnknownNameError) {
         FAIL() << "no error for an unknown policy";
     } catch (const core::InputError& e) {
         EXPECT_EQ(e.subject(), "--policy");
-        EXPECT_EQ(e.detail(), "unknown policy 'fast' (expected graph or isolated)");
+        EXPECT_EQ(e.detail(), "unknown policy 'fast' (expected one of graph, graph-both-addmm, isolated)");
     }
 }
 
@@ -174,6 +176,18 @@ TEST(DecisionPolicyPresets, GraphIsTheKernelMarginAndTheFastCompileMove) {
     EXPECT_FALSE(graph.paired_compile_margin || graph.runner_up_margin || graph.heavy_pick_alone_margin);
     EXPECT_TRUE(graph.chooses_per_problem());
     EXPECT_NO_THROW(graph.validate());
+}
+
+TEST(DecisionPolicyPresets, GraphBothAddmmIsGraphWithBothAtenEntriesOfAnAddmm) {
+    const auto graph = policy_named("graph");
+    const auto both = policy_named("graph-both-addmm");
+    EXPECT_EQ(both.name, "graph-both-addmm");
+    EXPECT_FALSE(both.bias_addmm_only);
+    EXPECT_EQ(both.kernel_margin, graph.kernel_margin);
+    EXPECT_EQ(both.compile_margin, graph.compile_margin);
+    EXPECT_EQ(both.top_k, graph.top_k);
+    EXPECT_FALSE(both.with_aten || both.pairs_by_rule());
+    EXPECT_NO_THROW(both.validate());
 }
 
 // --top-k 1 --with-aten --aten-from 10 --compile-margin 5 --aten-alone-from 100

@@ -91,7 +91,7 @@ def test_decisions_are_the_tables_export_lut_writes(tmp_path: Path) -> None:
     library()
     shapeset = SHAPESETS[0]
     with RankModel.open(MODEL) as model:
-        for policy in ("graph", "isolated"):
+        for policy in ("graph", "graph-both-addmm", "isolated"):
             table_path = tmp_path / f"{policy}.json"
             done = subprocess.run([str(CLI), "export-lut", "--model", str(MODEL), "--shapeset", str(shapeset),
                                    "--policy", policy, "--output", str(table_path)], capture_output=True, text=True)

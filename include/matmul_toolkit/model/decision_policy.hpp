@@ -163,6 +163,14 @@ inline constexpr const char* kDefaultPolicy = "graph";
 /// margin 5 %). Inductor compiles at most one kernel per problem and times nothing.
 DecisionPolicy graph_policy();
 
+/// The graph policy, except that an addmm left to ATen gets both ATen entries,
+/// aten::bias_addmm and aten::addmm (the expanded bias, no cuBLASLt epilogue), for Inductor to
+/// time: two cuBLAS calls, nothing compiled. The model's ATen label is the faster of the two
+/// (the collector times both), and on small outputs with a long K the fused bias ran 2.8-3.2x
+/// slower than the plain addmm (H100 and H200, 2026-12-02 and 06). A candidate until measured
+/// in whole models.
+DecisionPolicy graph_both_addmm_policy();
+
 /// Tuned against Inductor's isolated benchmark on single GEMMs (L2 flushed, one op): the
 /// recommended export-lut flags `--top-k 1 --with-aten --aten-from 10 --compile-margin 5
 /// --aten-alone-from 100 --aten-alone-gemv --runner-up-within 5 --heavy-pick-alone 5`.
@@ -170,10 +178,10 @@ DecisionPolicy graph_policy();
 /// trusted and a second compile to pay; elsewhere the one predicted faster stands alone.
 DecisionPolicy isolated_policy();
 
-/// The presets' names, for help text: {"graph", "isolated"}.
+/// The presets' names, for help text: {"graph", "graph-both-addmm", "isolated"}.
 std::vector<std::string> policy_names();
 
-/// A preset by name (graph_policy, isolated_policy); throws core::InputError("--policy", ...) for another name.
+/// A preset by name (graph_policy, graph_both_addmm_policy, isolated_policy); throws core::InputError("--policy", ...) for another name.
 DecisionPolicy policy_named(const std::string& name);
 
 }  // namespace mmt::model

@@ -250,7 +250,7 @@ core::OrderedJson decision_document(const DecisionPolicy& policy, const ProblemD
             {"decision", decided.verdict}};
 }
 
-std::vector<std::string> policy_names() { return {"graph", "isolated"}; }
+std::vector<std::string> policy_names() { return {"graph", "graph-both-addmm", "isolated"}; }
 
 DecisionPolicy graph_policy() {
     DecisionPolicy policy;
@@ -259,6 +259,13 @@ DecisionPolicy graph_policy() {
     policy.kernel_margin = 0.10;
     policy.bias_addmm_only = true;
     policy.compile_margin = 5.0 / 100.0;
+    return policy;
+}
+
+DecisionPolicy graph_both_addmm_policy() {
+    DecisionPolicy policy = graph_policy();
+    policy.name = "graph-both-addmm";
+    policy.bias_addmm_only = false;
     return policy;
 }
 
@@ -278,8 +285,11 @@ DecisionPolicy isolated_policy() {
 
 DecisionPolicy policy_named(const std::string& name) {
     if (name == "graph") return graph_policy();
+    if (name == "graph-both-addmm") return graph_both_addmm_policy();
     if (name == "isolated") return isolated_policy();
-    throw core::InputError("--policy", "unknown policy '" + name + "' (expected graph or isolated)");
+    std::string names;
+    for (const auto& known : policy_names()) names += (names.empty() ? "" : ", ") + known;
+    throw core::InputError("--policy", "unknown policy '" + name + "' (expected one of " + names + ")");
 }
 
 }  // namespace mmt::model
