@@ -152,7 +152,7 @@ class Variant:
 
 def parse_variant(text: str) -> Variant:
     """BASE[@POLICY][+setting ...]: e.g. ours, table@isolated, max_autotune_gemm+noepi."""
-    match = re.fullmatch(r"([a-z_]+)(?:@([a-z_]+))?((?:\+[a-z]+)*)", text)
+    match = re.fullmatch(r"([a-z_]+)(?:@([a-z_-]+))?((?:\+[a-z]+)*)", text)
     if not match or match.group(1) not in BASES:
         raise UsageError("--variants", f"'{text}' is not BASE[@POLICY][+SETTING...] with BASE one of "
                                        f"{', '.join(BASES)}")

@@ -211,6 +211,7 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
     ("ours@graph+noepi", "ours", "graph", ("+noepi",)),
     ("ours@isolated", "ours", "isolated", ()),
     ("ours+outeraten", "ours", None, ("+outeraten",)),
+    ("ours@graph-both-addmm+outeraten", "ours", "graph-both-addmm", ("+outeraten",)),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
