@@ -635,7 +635,7 @@ def test_the_report_prints_each_variants_in_graph_gemms(tmp_path: Path, capsys: 
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "== bert_base / default: 1.000 ms a call"
     assert out[1].startswith("   device µs a call: gemm 30.0, attention 0.0")
-    assert out[2] == "   the GPU idle 958.0 µs a call (95.8% of it)"
+    assert out[2] == "   the timed call 958.0 µs beyond the profiled kernels (95.8% of it)"
     assert "addmm_nt 4096x3072x768 bfloat16" in out[3] and "in graph     30.0 µs, isolated     40.0 µs (0.75x !)" in out[3]
     document["workloads"]["bert_base"]["default"]["cudagraph_skips"] = 2
     path.write_text(json.dumps(document))
