@@ -13,9 +13,11 @@ holds any epilogue it fused. Pure functions over (name, microseconds) pairs: no 
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from summary import same_run
@@ -41,6 +43,9 @@ _CONVOLUTION = re.compile(r"conv|fprop|dgrad|wgrad|cudnn", re.IGNORECASE)
 _OTHER_GEMM = re.compile(r"GroupProblemShape|grouped_gemm|grouped_mm", re.IGNORECASE)
 _LIBRARY_GEMM = re.compile(r"nvjet|gemm|xmma|cutlass|cublas|Kernel2", re.IGNORECASE)
 _INDUCTOR_INDEX = re.compile(r"_\d+$")
+_KERNEL_DEFINITION = re.compile(r"^def (triton_\w+)\(", re.MULTILINE)
+# What Inductor writes beside a kept config about how it got it, not part of the config
+_TUNING_BOOKKEEPING = ("configs_hash", "found_by_coordesc", "time_taken_ms", "triton_cache_hash")
 _SPLIT_K_REDUCE = re.compile(r"splitKreduce|reduce_kernel.*splitK", re.IGNORECASE)
 
 
@@ -194,6 +199,41 @@ def timeline(spans: Sequence[tuple[str, float, float]], calls: int, gaps: int = 
         out["longest_gaps"] = [{"us": us, "after": spans[i - 1][0], "before": spans[i][0]}
                                for us, i in places[:gaps] if us > 0]
     return out
+
+
+def runtime_tuned(cache_dir: str) -> list[dict[str, Any]]:
+    """The kernels Inductor tuned at their first run (a pointwise or reduction kernel offered
+    several block sizes, `triton.autotune_pointwise`), each with the config it kept: every
+    `*.best_config` under a compile's cache folder, named by the kernel its sibling source
+    file defines. Which config a compile keeps is a draw of its timing, so two compiles of one
+    graph can differ here; sorted by kernel name."""
+    found = []
+    for path in sorted(Path(cache_dir).rglob("*.best_config")):
+        try:
+            kept = json.loads(path.read_text())
+            source = path.with_suffix(".py")
+            names = _KERNEL_DEFINITION.findall(source.read_text()) if source.is_file() else []
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if not isinstance(kept, dict):
+            continue
+        config = {k: v for k, v in kept.items() if k not in _TUNING_BOOKKEEPING}
+        found.append({"kernel": names[0] if names else path.stem, "config": config})
+    return sorted(found, key=lambda r: r["kernel"])
+
+
+def retuned_versus(base: dict[str, Any], other: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runtime-tuned kernel kinds whose kept configs differ between two variants' results
+    (as multisets: a kind may have several kernels), each with both lists."""
+    def by_kind(result: dict[str, Any]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for r in result.get("runtime_tuned") or []:
+            out.setdefault(kernel_kind(r["kernel"]), []).append(json.dumps(r["config"], sort_keys=True))
+        return {k: sorted(v) for k, v in out.items()}
+
+    mine, theirs = by_kind(other), by_kind(base)
+    return [{"kernel": k, "base": theirs[k], "other": mine[k]}
+            for k in sorted(set(mine) & set(theirs)) if mine[k] != theirs[k]]
 
 
 def kernel_kind(name: str) -> str:
@@ -436,6 +476,12 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                 lines += _versus_lines(against, VERSUS_TOLERANCE)
             if reference and comparable:
                 lines += _other_kernel_lines(reference, report_)
+            if variant != "default" and comparable:
+                retuned = retuned_versus(variants["default"], result)
+                if retuned:
+                    lines.append(f"   runtime-tuned kernels that kept another config than default's: {len(retuned)}")
+                    lines += [f"     {r['kernel'][:60]}: {', '.join(r['other'])} against {', '.join(r['base'])}"
+                              for r in retuned[:GAPS_KEPT]]
     wins = triton_wins(document, tolerance=VERSUS_TOLERANCE)
     if any(v is not None for v in wins.values()):
         lines.append("== Triton against cuBLAS in the graph (the problems where a variant ran Triton)")

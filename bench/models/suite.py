@@ -914,8 +914,9 @@ class VariantRun:
     def profile(self, aten_cache: dict[str, tuple[float, float]]
                 ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
         """The in-graph report (static workloads; a dynamic one's records mix its lengths), the
-        host's time to issue a call beside the call's wall time, and whether timing made Dynamo
-        compile again; with the ATen timings, shared."""
+        host's time to issue a call beside the call's wall time, the kernels tuned at their
+        first run with the configs they kept, and whether timing made Dynamo compile again;
+        with the ATen timings, shared."""
         found: dict[str, Any] = {}
         first = next(iter(self.calls.values()))
         found["host_us_a_call"], found["wall_us_a_call"] = host_and_wall_us(self.torch, first, 2 * self.args.calls)
@@ -925,6 +926,9 @@ class VariantRun:
             isolated_aten_ms(self.torch, self.records, aten_cache)
             kernels = [(name, end - start) for name, start, end in spans]
             found["in_graph"] = ingraph.report(kernels, self.args.profile_calls, self.records, spans)
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        found["runtime_tuned"] = ingraph.runtime_tuned(cache_dir())
         recompiled = dynamo_graphs(self.torch) - self.graphs_compiled
         if recompiled:
             found["recompiled_while_timed"] = recompiled

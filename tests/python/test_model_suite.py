@@ -438,6 +438,44 @@ def test_the_report_keeps_the_costliest_other_kernels_and_what_moved() -> None:
     assert not any("triton_poi_mul" in line for line in lines)  # moved by less than 1 µs
 
 
+def test_runtime_tuned_kernels_are_read_from_the_compiles_cache(tmp_path: Path) -> None:
+    def kernel(folder: str, stem: str, name: str, kept: Any) -> None:
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / f"{stem}.py").write_text(f"import triton\n\n@triton.jit\ndef {name}(in_ptr0, xnumel):\n")
+        (tmp_path / folder / f"{stem}.best_config").write_text(json.dumps(kept))
+
+    kernel("ab", "cabc", "triton_poi_fused_gelu_view_9",
+           {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1, "configs_hash": "h", "found_by_coordesc": False,
+            "time_taken_ms": 12, "triton_cache_hash": "t"})
+    kernel("cd", "cdef", "triton_red_fused_mean_2", {"XBLOCK": 8, "R0_BLOCK": 128, "num_warps": 8})
+    (tmp_path / "cd" / "cbroken.best_config").write_text("{not json")
+    (tmp_path / "ef").mkdir()
+    (tmp_path / "ef" / "corphan.best_config").write_text(json.dumps({"XBLOCK": 256}))
+    assert G.runtime_tuned(str(tmp_path)) == [
+        {"kernel": "corphan", "config": {"XBLOCK": 256}},  # no source beside it: its file's name
+        {"kernel": "triton_poi_fused_gelu_view_9", "config": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}},
+        {"kernel": "triton_red_fused_mean_2", "config": {"XBLOCK": 8, "R0_BLOCK": 128, "num_warps": 8}}]
+    assert G.runtime_tuned(str(tmp_path / "missing")) == []
+
+
+def test_kernels_that_kept_another_config_than_default_are_named() -> None:
+    def tuned(*rows: tuple[str, int]) -> dict[str, Any]:
+        return result(1.0, 5.0, run="r1", runtime_tuned=[{"kernel": k, "config": {"XBLOCK": x}} for k, x in rows])
+
+    default = tuned(("triton_poi_fused_gelu_view_7", 512), ("triton_poi_fused_gelu_view_8", 1024),
+                    ("triton_red_fused_mean_2", 8))
+    ours = tuned(("triton_poi_fused_gelu_view_9", 1024), ("triton_poi_fused_gelu_view_10", 1024),
+                 ("triton_red_fused_mean_3", 8), ("triton_poi_fused_add_4", 64))
+    assert G.retuned_versus(default, ours) == [{"kernel": "triton_poi_fused_gelu_view",
+                                                "base": ['{"XBLOCK": 1024}', '{"XBLOCK": 512}'],
+                                                "other": ['{"XBLOCK": 1024}', '{"XBLOCK": 1024}']}]
+    profiled = G.report([("triton_poi_fused_gelu_view_7", 5.0)], 1, [])
+    document = {"workloads": {"w": {"default": default | {"in_graph": profiled}, "ours": ours | {"in_graph": profiled}}}}
+    lines = G.text(document).splitlines()
+    assert "   runtime-tuned kernels that kept another config than default's: 1" in lines
+    assert any(line.startswith("     triton_poi_fused_gelu_view: ") for line in lines)
+
+
 def record(op: str, M: int, N: int, K: int, chosen: str = "aten", **benchmark: float) -> dict[str, Any]:
     return {"name": op.split("_")[0], "op": op, "chosen": chosen, "benchmark_ms": dict(benchmark),
             "shape": {"B": 1, "M": M, "N": N, "K": K, "M_dtype": "bfloat16"}}
