@@ -961,10 +961,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def check_inputs(args: argparse.Namespace) -> None:
     if args.use_model:
+        from matmul_toolkit_inductor.model_hook import probe_problem
         from matmul_toolkit_inductor.rank_library import RankLibraryError, RankModel
 
         try:
-            RankModel.open(args.model[0] if args.model else "").close()
+            with RankModel.open(args.model[0] if args.model else "") as model:
+                op, shape = probe_problem()
+                for policy in args.use_model:  # an unknown policy fails here, not in every compile
+                    model.decide({"op": op, "shape": shape, "policy": policy})
         except RankLibraryError as e:
             raise UsageError("--use-model", str(e))
     if args.model and not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)) \

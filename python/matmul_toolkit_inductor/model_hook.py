@@ -417,7 +417,7 @@ def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, searc
         model = RankModel.open(path or "", library)
         info = model.info()
         hook = ModelHook(model, policy, search_space, unranked)
-        probe = _probe_problem()
+        probe = probe_problem()
         model.decide({"op": probe[0], "shape": probe[1], "search_space": search_space,
                       **({"policy": policy} if policy else {})})
     except RankLibraryError as e:
@@ -431,7 +431,7 @@ def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, searc
     return hook
 
 
-def _probe_problem() -> tuple[str, dict[str, Any]]:
+def probe_problem() -> tuple[str, dict[str, Any]]:
     """A small problem decided once at use_model(), so a bad policy or space fails there."""
     return "mm", {"version": 1, "B": 1, "M": 64, "M_dtype": "float16", "N": 64, "K": 64, "K_dtype": "float16",
                   "out_dtype": "float16", "out_size": [1, 64, 64], "out_stride": [4096, 64, 1]}

@@ -134,6 +134,18 @@ def test_a_use_model_variant_compiles_with_the_hook_installed_as_a_user_installs
     assert not hook.installed and config.inductor_choices_class is None
 
 
+def test_an_unknown_use_model_policy_is_refused_before_any_compile(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_rank_library import library
+
+    monkeypatch.setenv("MMT_RANK_LIBRARY", str(library()))
+    good = lut_e2e.parse_args(["--use-model", "graph", "graph-both-addmm", "--log-normal", "3", "--out", str(tmp_path)])
+    lut_e2e.check_inputs(good)
+    bad = lut_e2e.parse_args(["--use-model", "graph", "fast", "--log-normal", "3", "--out", str(tmp_path)])
+    with pytest.raises(lut_e2e.UsageError, match="^--use-model: .*unknown policy 'fast'"):
+        lut_e2e.check_inputs(bad)
+
+
 def test_use_model_variants_come_after_the_tables(tmp_path: Path) -> None:
     args = lut_e2e.parse_args(["--use-model", "graph", "isolated", "--log-normal", "3", "--out", str(tmp_path)])
     variants = lut_e2e.make_variants(args, str(tmp_path / "s.json"))
