@@ -181,7 +181,8 @@ DecisionPolicy isolated_policy();
 /// The presets' names, for help text: {"graph", "graph-both-addmm", "isolated"}.
 std::vector<std::string> policy_names();
 
-/// A preset by name (graph_policy, graph_both_addmm_policy, isolated_policy); throws core::InputError("--policy", ...) for another name.
+/// A preset by name (graph_policy, graph_both_addmm_policy, isolated_policy); throws
+/// core::InputError("--policy", ...) for another name.
 DecisionPolicy policy_named(const std::string& name);
 
 }  // namespace mmt::model
