@@ -39,6 +39,11 @@ flush), +gated (Inductor's autotuning timed without the host's launch: timing.Ga
 for K = 1 GEMMs, the rotary embedding's outer products, on ATen: is the GPU's idle time beside
 them theirs?).
 
+--compiles N compiles each variant N times, each compile a process of its own with fresh
+caches (VARIANT~2, ...), all timed in the same rounds: the variant's "ms" and "compile_s" are
+the medians over its compiles, "compiles" holds each one's, and its other fields are its first
+compile's. What Inductor tunes at a kernel's first run (a pointwise kernel's block size) is a
+draw of each compile's timing, which moved whole workloads by 2-3 %.
 Per variant: compile time = wall time of the first call, with Dynamo's and Inductor's phases
 ("compile_phases_s"). An autotuning variant (max_autotune, max_autotune_gemm) cut off while
 compiling (a device call's limit) goes on in a later run from the GEMMs it had timed
@@ -109,6 +114,8 @@ AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
+# What each compile of a variant keeps under "compiles" (--compiles)
+COMPILE_KEYS = ("ms", "ms_by_length", "compile_s", "runtime_tuned", "error")
 SEED = 0
 
 
@@ -151,8 +158,9 @@ class Variant:
 
 
 def parse_variant(text: str) -> Variant:
-    """BASE[@POLICY][+setting ...]: e.g. ours, table@isolated, max_autotune_gemm+noepi."""
-    match = re.fullmatch(r"([a-z_]+)(?:@([a-z_-]+))?((?:\+[a-z]+)*)", text)
+    """BASE[@POLICY][+setting ...][~COPY]: e.g. ours, table@isolated, max_autotune_gemm+noepi;
+    ~COPY (2, 3, ...) names another compile of the same variant (--compiles)."""
+    match = re.fullmatch(r"([a-z_]+)(?:@([a-z_-]+))?((?:\+[a-z]+)*)(?:~[2-9]|~[1-9][0-9]+)?", text)
     if not match or match.group(1) not in BASES:
         raise UsageError("--variants", f"'{text}' is not BASE[@POLICY][+SETTING...] with BASE one of "
                                        f"{', '.join(BASES)}")
@@ -178,6 +186,46 @@ def parse_variant(text: str) -> Variant:
 def variant_order(variants: list[Variant]) -> list[Variant]:
     """default first (its recorded GEMMs make the tables), the rest as given."""
     return sorted(variants, key=lambda v: v.name != "default")
+
+
+def compile_copies(variants: list[Variant], compiles: int) -> list[Variant]:
+    """Each variant, then (--compiles N) N - 1 more compiles of each, named VARIANT~2 ...:
+    each its own process, fresh caches, timed in the same rounds."""
+    return variants + [parse_variant(f"{v.name}~{k}") for k in range(2, compiles + 1) for v in variants]
+
+
+def fold_compiles(results: dict[str, dict[str, Any]], variants: list[Variant], compiles: int,
+                  dynamic: bool) -> dict[str, dict[str, Any]]:
+    """One result per variant from its compiles' (the first compile's, with "compiles": each
+    compile's runtime, compile time and runtime-tuned kernels, and "ms" and "compile_s" the
+    medians over them). Several compiles of a variant differ by what Inductor tuned at their
+    first run; any compile's error is the variant's. With one compile, the results as they are."""
+    if compiles == 1:
+        return dict(results)
+    folded: dict[str, dict[str, Any]] = {}
+    for v in variants:
+        if v.name not in results:
+            continue
+        found = [results[name] for name in [v.name, *(f"{v.name}~{k}" for k in range(2, compiles + 1))]
+                 if name in results]
+        result = dict(results[v.name])
+        result["compiles"] = [{k: r[k] for k in COMPILE_KEYS if k in r} for r in found]
+        errors = [r["error"] for r in found if r.get("error")]
+        timed = [r for r in found if r.get("ms") is not None]
+        if errors:
+            result["error"], result["ms"] = errors[0], None
+        elif timed:
+            if dynamic:
+                result["ms_by_length"] = {length: median([r["ms_by_length"][length] for r in timed])
+                                          for length in timed[0]["ms_by_length"]}
+                result["ms"] = summary.geomean(list(result["ms_by_length"].values()))
+            else:
+                result["ms"] = median([r["ms"] for r in timed])
+        compiled = [r["compile_s"] for r in found if isinstance(r.get("compile_s"), (int, float))]
+        if compiled and not errors:
+            result["compile_s"] = median(compiled)
+        folded[v.name] = result
+    return folded
 
 
 # ------------------------------------------------------------------------------ results
@@ -265,6 +313,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     # median moved ours against default by about 1 %; thirty cost under 3 s a variant.
     p.add_argument("--rounds", type=int, default=30,
                    help="timed rounds per variant, rounded up to a multiple of the variants; median taken (default 30)")
+    p.add_argument("--compiles", type=int, default=1,
+                   help="compiles of each variant, each in a process of its own with fresh caches, timed in the "
+                        "same rounds; its runtime and compile time are the medians (default 1). What Inductor tunes "
+                        "at a kernel's first run differs between compiles and moved whole workloads by 2-3 %%")
     p.add_argument("--calls", type=int, default=10, help="fewest calls per timed round (default 10)")
     p.add_argument("--round-ms", type=float, default=25.0,
                    help="more calls per round until a round lasts about this long (default 25 ms)")
@@ -272,7 +324,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--record", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    for name in ("rounds", "calls"):
+    for name in ("rounds", "calls", "compiles"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1")
     if args.profile_calls < 0:
@@ -284,6 +336,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.autotune_state = args.autotune_state or os.path.join(args.out, "autotune_state")
     # default runs in every workload process: it records the GEMMs the tables are made for,
     # and every variant is judged against the default compile of its own process.
+    for v in args.variants:
+        if "~" in v:
+            raise UsageError("--variants", f"'{v}': the suite names each variant's other compiles itself (--compiles)")
     args.parsed_variants = variant_order([parse_variant(v) for v in dict.fromkeys(["default", *args.variants])])
     return args
 
@@ -292,6 +347,7 @@ def child_command(args: argparse.Namespace, w: W.Workload, variants: list[Varian
     command = [sys.executable, os.path.abspath(__file__), "--child", w.name, "--record", record,
                "--variants", *[v.name for v in variants], "--out", args.out, "--model", args.model,
                "--rounds", str(args.rounds), "--calls", str(args.calls), "--round-ms", str(args.round_ms),
+               "--compiles", str(args.compiles),
                "--profile-calls", str(args.profile_calls), "--autotune-state", args.autotune_state]
     if args.mmt:
         command += ["--mmt", args.mmt]
@@ -368,10 +424,10 @@ def run_parent(args: argparse.Namespace) -> int:
         started = 0
         for i, (w, variants) in enumerate(todo):
             elapsed = time.monotonic() - start
-            expected = expected_seconds(document, w.name, variants, resumes(args, w, variants))
+            expected = expected_seconds(document, w.name, variants, resumes(args, w, variants), args.compiles)
             # Where none fits, the first starts all the same: every run makes progress.
             if args.budget and elapsed + expected > args.budget and (started or any(
-                    elapsed + expected_seconds(document, x.name, xv, resumes(args, x, xv)) <= args.budget
+                    elapsed + expected_seconds(document, x.name, xv, resumes(args, x, xv), args.compiles) <= args.budget
                     for x, xv in todo[i + 1:])):
                 print(f"--budget: {w.name} left for a later run (about {expected:.0f} s, "
                       f"{max(0.0, args.budget - elapsed):.0f} s left)", file=sys.stderr)
@@ -424,21 +480,23 @@ def run_parent(args: argparse.Namespace) -> int:
 WORKLOAD_OVERHEAD_S = 60.0  # a workload process's start-up, eager reference, rounds and profile
 
 
-def expected_seconds(document: dict[str, Any], name: str, variants: list[Variant], resuming: bool = False) -> float:
+def expected_seconds(document: dict[str, Any], name: str, variants: list[Variant], resuming: bool = False,
+                     compiles: int = 1) -> float:
     """About how long a workload's process takes: per variant its compile time in the results,
     else the median of that variant's compile times in the other workloads (max-autotune's
-    take minutes), plus WORKLOAD_OVERHEAD_S; and at least a minute more than an earlier
+    take minutes), times `compiles`, plus WORKLOAD_OVERHEAD_S; and at least a minute more than an earlier
     process of it ran before it was stopped unfinished, unless it is `resuming` that
     process's compile (what it spent autotuning is kept)."""
     workloads = document.get("workloads", {})
     own = workloads.get(name, {})
-    total = WORKLOAD_OVERHEAD_S
+    total = 0.0
     for v in variants:
         if summary.usable(own.get(v.name)):
             total += own[v.name]["compile_s"]
             continue
         others = [r[v.name]["compile_s"] for r in workloads.values() if summary.usable(r.get(v.name))]
         total += statistics.median(others) if others else 0.0
+    total = WORKLOAD_OVERHEAD_S + compiles * total
     stopped = [] if resuming else [
         e["process_s"] for e in own.values()
         if isinstance(e, dict) and not summary.usable(e) and isinstance(e.get("process_s"), (int, float))]
@@ -1124,10 +1182,12 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
     os.makedirs(folder, exist_ok=True)
     record: dict[str, Any] = {"workload": w.name, "description": w.describe(), "environment": {}, "variants": {}}
     run = f"{socket.gethostname()}-{os.getpid()}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}"
-    results: dict[str, dict[str, Any]] = record["variants"]
+    results: dict[str, dict[str, Any]] = {}  # by process: each variant's compiles apart
+    variants = compile_copies(args.parsed_variants, args.compiles)
 
     def save() -> None:
-        stamp_run(results, run)
+        record["variants"] = fold_compiles(results, args.parsed_variants, args.compiles, bool(w.lengths))
+        stamp_run(record["variants"], run)
         write_file_atomically(Path(args.record), json.dumps(record, indent=1) + "\n")
 
     tables: dict[Optional[str], str] = {}
@@ -1135,7 +1195,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
     try:
         # Start-up, warm-up and the eager reference in every variant's process at once: none
         # of it is timed. Then each compiles alone, the default first (its GEMMs make the tables).
-        for v in args.parsed_variants:
+        for v in variants:
             alive[v.name] = start(args, w, v)
             alive[v.name].send("prepare")
         for name in list(alive):
@@ -1144,7 +1204,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
             except VariantFailed as e:
                 results[name] = {"error": f"prepare: {e}"}
                 alive.pop(name).close()
-        for v in args.parsed_variants:
+        for v in variants:
             if v.name not in alive:
                 continue
             print(f"{w.name}: {v.name} ...", flush=True)
@@ -1194,7 +1254,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
         # Inductor's ATen timings are shared, but not with a variant whose settings change how
         # Inductor's benchmarker times (+noflush, +gated): it times its own, and keeps them.
         aten_cache: dict[str, tuple[float, float]] = {}
-        for v in args.parsed_variants:
+        for v in variants:
             if v.name not in alive:
                 continue
             own_timings = bool(BENCHMARKER_SETTINGS & set(v.settings))

@@ -819,6 +819,9 @@ def test_forcing_the_model_onto_another_gpu_reaches_every_variants_process(tmp_p
     command = suite.child_command(args, W.by_name(["bert_base"])[0], args.parsed_variants, "record.json")
     assert "--force-model" in command
     assert suite.parse_args(["--out", str(tmp_path)]).force_model is False
+    compiles = suite.parse_args(["--compiles", "3", "--out", str(tmp_path)])
+    command = suite.child_command(compiles, W.by_name(["bert_base"])[0], compiles.parsed_variants, "record.json")
+    assert command[command.index("--compiles") + 1] == "3"
 
 
 def test_the_suite_on_a_gpu(tmp_path: Path) -> None:
@@ -966,14 +969,17 @@ class FakeVariantProcess:
         if what == "compile":
             if self.name == "max_autotune":
                 raise suite.VariantFailed("RuntimeError: out of memory")
-            result = {"ms": None, "compile_s": 3.0 if self.name == "default" else 4.0}
+            result = {"ms": None, "compile_s": 3.0 if self.name.startswith("default") else 4.0}
+            if self.name == "ours~3":
+                result["compile_s"] = 6.0
             if self.name == "table@isolated":
                 result["error"] = "wrong result: relative error 5.0e-01 against eager"
             return {"result": result, "environment": {"device": "Fake GPU"}, "gemm_problems": 2}
         if what == "probe":
             return 1.0
         if what == "round":
-            return {"default": 1.0, "ours": 0.9}.get(self.name, 1.1)
+            times = {"ours": 0.9, "ours~2": 0.8, "ours~3": 1.2}
+            return times.get(self.name, 1.0 if self.name.startswith("default") else 1.1)
         if what == "profile":
             cache = dict(params[0])
             cache[self.name] = (1.0, 1.0)
@@ -1018,6 +1024,49 @@ def test_the_workload_process_compiles_each_variant_alone_then_times_them_togeth
     assert variants["default"]["in_graph"] == {"seen": ["default"]}
     assert variants["table@isolated"]["in_graph"] == {"seen": ["default", "ours", "table@isolated"]}
     assert sorted(FakeVariantProcess.closed) == sorted(names)
+
+
+def test_each_compile_of_a_variant_is_a_process_and_the_variant_their_median(tmp_path: Path) -> None:
+    record = tmp_path / "record.json"
+    args = suite.parse_args(["--child", "bert_base", "--record", str(record), "--out", str(tmp_path),
+                             "--variants", "ours", "--compiles", "3", "--rounds", "6"])
+    FakeVariantProcess.log, FakeVariantProcess.closed = [], []
+    assert suite.child_main(args, start=FakeVariantProcess) == 0
+    log = FakeVariantProcess.log
+    # Every compile its own process; the first compiles first, default's first of all.
+    assert [x for x in log if x.startswith("compile")] == [
+        "compile default", "compile ours", "compile default~2", "compile ours~2", "compile default~3", "compile ours~3"]
+    assert log.count("eager_call_ms default") == 1 and not any("eager_call_ms default~" in x for x in log)
+    variants = json.loads(record.read_text())["variants"]
+    assert sorted(variants) == ["default", "ours"]  # the copies folded into their variant
+    ours = variants["ours"]
+    assert [c["ms"] for c in ours["compiles"]] == pytest.approx([0.9, 0.8, 1.2])
+    assert ours["ms"] == pytest.approx(0.9) and ours["compile_s"] == pytest.approx(4.0)
+    assert len(ours["rounds_ms"]) == 6  # the first compile's rounds, paired with default's first
+    assert variants["default"]["ms"] == pytest.approx(1.0) and ours["default_ms"] == pytest.approx(1.0)
+    assert sorted(FakeVariantProcess.closed) == sorted(["default", "ours", "default~2", "ours~2", "default~3", "ours~3"])
+
+
+def test_folding_compiles_takes_medians_and_any_compiles_error() -> None:
+    ours, default = suite.parse_variant("ours"), suite.parse_variant("default")
+    results = {"default": {"ms": 1.0, "compile_s": 3.0}, "default~2": {"ms": 1.2, "compile_s": 5.0},
+               "ours": {"ms": 0.9, "compile_s": 4.0, "in_graph": {"x": 1}, "runtime_tuned": []},
+               "ours~2": {"ms": 1.1, "compile_s": 6.0, "error": "wrong result: relative error 1e-1 against eager"}}
+    folded = suite.fold_compiles(results, [default, ours], 2, dynamic=False)
+    assert folded["default"]["ms"] == pytest.approx(1.1) and folded["default"]["compile_s"] == pytest.approx(4.0)
+    assert folded["ours"]["ms"] is None and folded["ours"]["error"].startswith("wrong result")
+    assert folded["ours"]["in_graph"] == {"x": 1}  # the first compile's report
+    assert folded["ours"]["compiles"][0] == {"ms": 0.9, "compile_s": 4.0, "runtime_tuned": []}
+    # A dynamic workload: the median at each length, then their geomean.
+    dynamic = {"default": {"ms": 2.0, "ms_by_length": {"8": 1.0, "16": 4.0}, "compile_s": 1.0},
+               "default~2": {"ms": 3.0, "ms_by_length": {"8": 3.0, "16": 3.0}, "compile_s": 1.0}}
+    d = suite.fold_compiles(dynamic, [default], 2, dynamic=True)["default"]
+    assert d["ms_by_length"] == {"8": pytest.approx(2.0), "16": pytest.approx(3.5)}
+    assert d["ms"] == pytest.approx((2.0 * 3.5) ** 0.5)
+    # One compile: the results as they are.
+    assert suite.fold_compiles(results, [default, ours], 1, dynamic=False) == results
+    with pytest.raises(suite.UsageError, match="names each variant's other compiles itself"):
+        suite.parse_args(["--variants", "ours~2"])
 
 
 def test_a_variants_lengths_run_in_its_turn_and_the_turns_rotate() -> None:
