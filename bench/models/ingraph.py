@@ -180,7 +180,8 @@ def timeline(spans: Sequence[tuple[str, float, float]], calls: int, gaps: int = 
     time some kernel ran (overlaps counted once), the rest idle, all µs a call; and the `gaps`
     longest waits between one kernel's end and the next start, each as the median over the
     calls at that place in the call, with the kernels on either side. Measured in the same
-    window as the kernels, unlike the timed rounds' wall time, where clocks may differ."""
+    window as the kernels, unlike the timed rounds' wall time, a separate run whose kernels
+    need not take the same time."""
     if not spans:
         return {}
     busy, reach = 0.0, spans[0][1]
@@ -444,7 +445,8 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                                + (" (the host sets the pace)" if host >= HOST_BOUND * wall else ""))
             if result.get("ms") and 0 < b["total"] <= 1000.0 * result["ms"]:
                 # The timed rounds' wall time beyond the profiled kernels: the GPU's waits, and
-                # whatever the clocks of the two runs differ by (the timeline below has no such mix)
+                # whatever the kernels took more or less in the separate profiled round (the
+                # timeline below has no such mix)
                 beyond = 1000.0 * result["ms"] - b["total"]
                 lines.append(f"   the timed call {beyond:.1f} µs beyond the profiled kernels "
                              f"({beyond / (1000.0 * result['ms']):.1%} of it)" + host_notes)
