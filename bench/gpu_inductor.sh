@@ -337,10 +337,13 @@ step_train_speed() {
 # E2E_MODEL: the model, or several separated by spaces to compare them on the same problems.
 # E2E_TABLES: tables exported beforehand on any machine, "NAME=FILE ...", measured without a
 # build (no build_cli step); models are exported too only where E2E_MODEL is given.
+# E2E_TABLES=none with E2E_USE_MODEL: the use_model variants alone, no table and no build
+# (libmmt_rank.so built elsewhere and named by MMT_RANK_LIBRARY).
 e2e_sources() {
   local item
   # E2E_USE_MODEL="graph isolated": also the model deciding every GEMM while compiling (use_model)
   [[ -n ${E2E_USE_MODEL:-} ]] && printf -- '--use-model %s ' "$E2E_USE_MODEL"
+  [[ ${E2E_TABLES:-} == none && -n ${E2E_USE_MODEL:-} ]] && return 0
   for item in ${E2E_TABLES:-}; do printf -- '--table %s ' "$item"; done
   if [[ -z ${E2E_TABLES:-} || -n ${E2E_MODEL:-} ]]; then
     for item in ${E2E_MODEL:-data/models/inductor_h200.pt}; do printf -- '--model %s ' "$item"; done
