@@ -509,9 +509,10 @@ def state_path(folder: str, workload: str, variant: str) -> str:
 
 
 def resumes(args: argparse.Namespace, w: W.Workload, variants: list[Variant]) -> bool:
-    """Whether an autotuning variant of the workload has an earlier attempt's state to go on from."""
+    """Whether an autotuning variant of the workload (any of its compiles) has an earlier
+    attempt's state to go on from."""
     return any(v.base in AUTOTUNING_BASES and os.path.isfile(state_path(args.autotune_state, w.name, v.name))
-               for v in variants)
+               for v in compile_copies(variants, args.compiles))
 
 
 def gather_shapes(path: str, workload_shapeset: str) -> None:
@@ -969,16 +970,19 @@ class VariantRun:
         self.calls[length]()
         return timed_round(self.torch, self.calls[length], calls)
 
-    def profile(self, aten_cache: dict[str, tuple[float, float]]
+    def profile(self, aten_cache: dict[str, tuple[float, float]], report: bool = True
                 ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
-        """The in-graph report (static workloads; a dynamic one's records mix its lengths), the
-        host's time to issue a call beside the call's wall time, the kernels tuned at their
+        """The in-graph report (static workloads; a dynamic one's records mix its lengths) and
+        the host's time to issue a call beside the call's wall time (not for `report` False:
+        a variant's other compiles, whose results keep neither), the kernels tuned at their
         first run with the configs they kept, and whether timing made Dynamo compile again;
         with the ATen timings, shared."""
         found: dict[str, Any] = {}
         first = next(iter(self.calls.values()))
-        found["host_us_a_call"], found["wall_us_a_call"] = host_and_wall_us(self.torch, first, 2 * self.args.calls)
-        if self.args.profile_calls and len(self.calls) == 1:
+        if report:
+            found["host_us_a_call"], found["wall_us_a_call"] = host_and_wall_us(self.torch, first,
+                                                                                 2 * self.args.calls)
+        if report and self.args.profile_calls and len(self.calls) == 1:
             call = next(iter(self.calls.values()))
             spans = profiled_kernels(self.torch, call, self.args.profile_calls)
             isolated_aten_ms(self.torch, self.records, aten_cache)
@@ -1259,7 +1263,9 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
                 continue
             own_timings = bool(BENCHMARKER_SETTINGS & set(v.settings))
             try:
-                found, cache = alive[v.name].request("profile", {} if own_timings else aten_cache)
+                # A variant's other compiles (--compiles) keep only what they tuned at first run.
+                found, cache = alive[v.name].request("profile", {} if own_timings else aten_cache,
+                                                     v in args.parsed_variants)
                 results[v.name].update(found)
                 if not own_timings:
                     aten_cache = cache

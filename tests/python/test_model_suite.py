@@ -981,6 +981,7 @@ class FakeVariantProcess:
             times = {"ours": 0.9, "ours~2": 0.8, "ours~3": 1.2}
             return times.get(self.name, 1.0 if self.name.startswith("default") else 1.1)
         if what == "profile":
+            FakeVariantProcess.log.append(f"report {self.name} {params[1]}")
             cache = dict(params[0])
             cache[self.name] = (1.0, 1.0)
             return {"in_graph": {"seen": sorted(cache)}}, cache
@@ -1037,6 +1038,10 @@ def test_each_compile_of_a_variant_is_a_process_and_the_variant_their_median(tmp
     assert [x for x in log if x.startswith("compile")] == [
         "compile default", "compile ours", "compile default~2", "compile ours~2", "compile default~3", "compile ours~3"]
     assert log.count("eager_call_ms default") == 1 and not any("eager_call_ms default~" in x for x in log)
+    # Only the first compiles profile in full; the others keep what they tuned at first run.
+    assert [x for x in log if x.startswith("report")] == [
+        "report default True", "report ours True", "report default~2 False", "report ours~2 False",
+        "report default~3 False", "report ours~3 False"]
     variants = json.loads(record.read_text())["variants"]
     assert sorted(variants) == ["default", "ours"]  # the copies folded into their variant
     ours = variants["ours"]
@@ -1045,6 +1050,16 @@ def test_each_compile_of_a_variant_is_a_process_and_the_variant_their_median(tmp
     assert len(ours["rounds_ms"]) == 6  # the first compile's rounds, paired with default's first
     assert variants["default"]["ms"] == pytest.approx(1.0) and ours["default_ms"] == pytest.approx(1.0)
     assert sorted(FakeVariantProcess.closed) == sorted(["default", "ours", "default~2", "ours~2", "default~3", "ours~3"])
+
+
+def test_a_later_compile_of_an_autotuning_variant_resumes_too(tmp_path: Path) -> None:
+    w = W.by_name(["bert_base"])[0]
+    for compiles, resumed in ((1, False), (2, True)):
+        args = suite.parse_args(["--variants", "max_autotune", "--compiles", str(compiles), "--out", str(tmp_path)])
+        path = Path(suite.state_path(args.autotune_state, w.name, "max_autotune~2"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        assert suite.resumes(args, w, args.parsed_variants) is resumed
 
 
 def test_folding_compiles_takes_medians_and_any_compiles_error() -> None:
