@@ -1005,7 +1005,10 @@ def load_problems(args: argparse.Namespace) -> list[Problem]:
     return problems
 
 
-def resumed_records(args: argparse.Namespace, variants: list[Variant]) -> dict[str, dict[str, Any]]:
+def resumed_records(args: argparse.Namespace, variants: list[Variant],
+                    machine: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The problems an earlier run of the same variants measured on the same GPU and software
+    (machine: device, torch, triton); a total over two machines would mean neither."""
     path = os.path.join(args.out, RESULTS_JSON)
     if not args.resume or not os.path.isfile(path):
         return {}
@@ -1013,6 +1016,9 @@ def resumed_records(args: argparse.Namespace, variants: list[Variant]) -> dict[s
         previous = json.load(f)
     if [v["name"] for v in previous.get("variants", [])] != [v.name for v in variants]:
         raise UsageError(path, "--resume: its variants differ from this run's (models, --top-k)")
+    for key, value in machine.items():
+        if previous.get(key) != value:
+            raise UsageError(path, f"--resume: measured with {key} {previous.get(key)}, this run has {value}")
     return {r["problem"]: r for r in previous.get("problems", [])}
 
 
@@ -1038,7 +1044,7 @@ def run(args: argparse.Namespace) -> int:
     for limit in ("recompile_limit", "cache_size_limit"):
         if hasattr(torch._dynamo.config, limit):
             setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 2 * len(variants) + 8))
-    done = resumed_records(args, variants)
+    done = resumed_records(args, variants, {"device": device, "torch": torch.__version__, "triton": triton_version})
     result = {"device": device, "torch": torch.__version__, "triton": triton_version, "cuda": torch.version.cuda,
               "command": sys.argv, "shapeset": shapeset,
               "timing": {"min_calls": args.replays, "sample_ms": args.sample_ms, "repeats": args.repeats},

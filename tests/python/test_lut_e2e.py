@@ -154,3 +154,19 @@ def test_use_model_variants_come_after_the_tables(tmp_path: Path) -> None:
                                                           ("max-autotune", None)]
     with pytest.raises(SystemExit):  # nothing to compare with max-autotune
         lut_e2e.parse_args(["--log-normal", "3"])
+
+
+def test_resume_keeps_only_a_run_of_the_same_variants_on_the_same_machine(tmp_path: Path) -> None:
+    args = lut_e2e.parse_args(["--use-model", "graph", "--log-normal", "3", "--out", str(tmp_path), "--resume"])
+    variants = lut_e2e.make_variants(args, str(tmp_path / "s.json"))
+    machine = {"device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0", "triton": "3.6.0"}
+    record = {"problem": "mm 64x64x64 bf16", "results": {}}
+    previous = machine | {"variants": [{"name": v.name} for v in variants], "problems": [record]}
+    (tmp_path / lut_e2e.RESULTS_JSON).write_text(json.dumps(previous))
+    assert lut_e2e.resumed_records(args, variants, machine) == {"mm 64x64x64 bf16": record}
+    # Half the problems timed on an H100 and half on an H200 add up to a total of neither.
+    with pytest.raises(lut_e2e.UsageError, match="--resume: measured with device NVIDIA H100 80GB HBM3, "
+                                                 "this run has NVIDIA H200"):
+        lut_e2e.resumed_records(args, variants, machine | {"device": "NVIDIA H200"})
+    with pytest.raises(lut_e2e.UsageError, match="variants differ"):
+        lut_e2e.resumed_records(args, variants[1:], machine)
