@@ -103,6 +103,25 @@ def paired_speed(document: dict[str, Any], results: dict[str, dict[str, Any]], v
     return {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}
 
 
+def compile_spread(results: dict[str, dict[str, Any]], variant: str,
+                   reference: str) -> Optional[dict[str, float]]:
+    """Where both were compiled several times in one run (suite.py --compiles): the speed of
+    each of `variant`'s compiles against `reference`'s median (lowest and highest), beside the
+    same for each of `reference`'s own compiles. What Inductor tunes at a kernel's first run
+    moves a compile by a few per cent; a variant whose compiles stay inside the reference's
+    own spread differs from it by no more than that draw."""
+    v, r = results.get(variant), results.get(reference)
+    if not same_run(v, r) or v is None or r is None:
+        return None
+    mine, theirs = ([c["ms"] for c in x.get("compiles") or [] if isinstance(c.get("ms"), (int, float)) and c["ms"] > 0]
+                    for x in (v, r))
+    if len(mine) < 2 or len(theirs) < 2:
+        return None
+    base = r["ms"]
+    return {"low": base / max(mine), "high": base / min(mine),
+            "reference_low": base / max(theirs), "reference_high": base / min(theirs), "compiles": len(mine)}
+
+
 def variant_names(document: dict[str, Any]) -> list[str]:
     """Every variant in the document, default first, max-autotune second, then first-seen order."""
     names: dict[str, None] = {DEFAULT: None, MAX_AUTOTUNE: None}
@@ -130,7 +149,8 @@ def summarize(document: dict[str, Any]) -> dict[str, Any]:
                           "speed_vs_max_autotune": vs_autotune["speed"] if vs_autotune else None,
                           "compile_vs_max_autotune": vs_autotune["compile"] if vs_autotune else None,
                           "device_vs_default": device_speed(results, variant, DEFAULT),
-                          "rounds_vs_default": paired_speed(document, results, variant, DEFAULT)}
+                          "rounds_vs_default": paired_speed(document, results, variant, DEFAULT),
+                          "compiles_vs_default": compile_spread(results, variant, DEFAULT)}
         column: dict[str, list[float]] = {key: [v for r in rows.values() if (v := r[key]) is not None]
                   for key in ("speed_vs_default", "compile_vs_default", "speed_vs_max_autotune",
                               "compile_vs_max_autotune", "device_vs_default")}
@@ -184,9 +204,11 @@ def fmt(value: Optional[float], spec: str = ".3f") -> str:
 
 def table(document: dict[str, Any]) -> str:
     """A Markdown table: per workload each variant's runtime and compile time, and its speed
-    against default and max-autotune: the ratio of the medians, and in brackets the quartiles
+    against default and max-autotune: the ratio of the medians, in brackets the quartiles
     of the round-by-round ratios where the rounds took turns (their median may differ from
-    the ratio of the medians, which can lie at the band's edge)."""
+    the ratio of the medians, which can lie at the band's edge), and with several compiles
+    (--compiles) the speed of its slowest and fastest compile against default's median,
+    beside default's own compiles' ("compiles 0.95-1.00, default's 0.97-1.01")."""
     variants = variant_names(document)
     header = ["workload"] + [f"{v}: ms, compile s" for v in variants] + \
              [f"{v} speed vs default / vs max-autotune" for v in variants if v != DEFAULT]
@@ -208,6 +230,10 @@ def table(document: dict[str, Any]) -> str:
             a = compare(results, v, MAX_AUTOTUNE) if v != MAX_AUTOTUNE else None
             band = paired_speed(document, results, v, DEFAULT)
             noise = f" [{band['q1']:.3f}-{band['q3']:.3f}]" if band else ""
+            spread = compile_spread(results, v, DEFAULT)
+            if spread:
+                noise += (f", compiles {spread['low']:.3f}-{spread['high']:.3f}, default's "
+                          f"{spread['reference_low']:.3f}-{spread['reference_high']:.3f}")
             cells.append(f"{fmt(d['speed'] if d else None)}{noise} / {fmt(a['speed'] if a else None)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

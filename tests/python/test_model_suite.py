@@ -317,6 +317,24 @@ def test_the_table_lists_every_variant_with_its_speeds() -> None:
     assert "| a | 2.000, 10.0 | 2.500, 100.0 | 1.600, 12.0 | 0.800 / – | 1.250 / 1.562 |" in lines
 
 
+def test_several_compiles_show_the_variants_spread_beside_defaults_own() -> None:
+    def compiled(ms: float, each: list[float], run: str = "r1") -> dict[str, Any]:
+        return result(ms, 5.0, run=run, compiles=[{"ms": x, "compile_s": 5.0} for x in each])
+
+    document = {"workloads": {
+        "a": {"default": compiled(2.0, [2.0, 1.9, 2.1]), "ours": compiled(2.05, [2.0, 2.05, 2.2])},
+        "b": {"default": compiled(1.0, [1.0, 1.1]), "ours": compiled(1.0, [1.0, 1.0], run="r2")},  # other runs
+        "c": {"default": compiled(1.0, [1.0]), "ours": compiled(1.0, [1.0])},  # one compile each
+    }}
+    rows = S.summarize(document)["ours"]["workloads"]
+    spread = rows["a"]["compiles_vs_default"]
+    assert spread["low"] == pytest.approx(2.0 / 2.2) and spread["high"] == pytest.approx(1.0)
+    assert spread["reference_low"] == pytest.approx(2.0 / 2.1) and spread["reference_high"] == pytest.approx(2.0 / 1.9)
+    assert spread["compiles"] == 3
+    assert rows["b"]["compiles_vs_default"] is None and rows["c"]["compiles_vs_default"] is None
+    assert "| 0.976, compiles 0.909-1.000, default's 0.952-1.053 / – |" in S.table(document)
+
+
 def test_device_time_compares_the_profiles_of_one_run_only() -> None:
     def profiled(ms: float, total_us: float, run: str) -> dict[str, Any]:
         return result(ms, 5.0, run=run, in_graph={"breakdown_us": {"total": total_us}})
