@@ -41,7 +41,7 @@ std::string policy_help() {
         "by whole-model runtime, never relying on Inductor's benchmark: one entry per table, the best kernel "
         "config where predicted more than {:g} % faster than ATen, else ATen (an addmm's as aten::bias_addmm "
         "alone). graph-both-addmm: graph, but an addmm left to ATen gets both aten::bias_addmm and "
-        "aten::addmm for Inductor to time (a candidate, not yet measured in whole models). isolated: tuned "
+        "aten::addmm for Inductor to time (measured, no gain over graph, more compile time). isolated: tuned "
         "against Inductor's isolated benchmark of single GEMMs, the recommended --top-k 1 --with-aten "
         "--aten-from 10 --compile-margin 5 --aten-alone-from 100 --aten-alone-gemv --runner-up-within 5 "
         "--heavy-pick-alone 5. Cannot be combined with --top-k or the rule flags; a torch-diode Table takes "
