@@ -413,7 +413,7 @@ def ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional[
 
 def usable(result: Optional[dict[str, Any]]) -> bool:
     """A variant's result whose time counts: measured and correct."""
-    return bool(result) and result.get("runtime_ms") is not None and not result.get("error")
+    return result is not None and result.get("runtime_ms") is not None and not result.get("error")
 
 
 def summarize(records: list[dict[str, Any]], variant: str) -> dict[str, Any]:
@@ -623,7 +623,7 @@ def time_interleaved(torch: Any, captured: dict[str, Captured], timing: Timing) 
     for _ in range(rounds):
         for c in captured.values():
             c.graph.replay()
-    events = {name: [] for name in captured}
+    events: dict[str, list[Any]] = {name: [] for name in captured}
     for _ in range(timing.repeats):
         for name, c in captured.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -965,10 +965,10 @@ def check_inputs(args: argparse.Namespace) -> None:
         from matmul_toolkit_inductor.rank_library import RankLibraryError, RankModel
 
         try:
-            with RankModel.open(args.model[0] if args.model else "") as model:
+            with RankModel.open(args.model[0] if args.model else "") as ranker:
                 op, shape = probe_problem()
                 for policy in args.use_model:  # an unknown policy fails here, not in every compile
-                    model.decide({"op": op, "shape": shape, "policy": policy})
+                    ranker.decide({"op": op, "shape": shape, "policy": policy})
         except RankLibraryError as e:
             raise UsageError("--use-model", str(e))
     if args.model and not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)) \

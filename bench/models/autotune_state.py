@@ -34,14 +34,37 @@ FORMAT = "mmt-autotune-state-1"
 def kept_files(cache_dir: str) -> dict[str, str]:
     """Inductor's autotuning results under its cache folder, by relative path: the local
     autotune cache (cache/*) and every tuned kernel's *.best_config."""
+    return read_files(cache_dir, [*(Path(cache_dir) / "cache").glob("*"), *Path(cache_dir).rglob("*.best_config")])
+
+
+def tuned_configs(cache_dir: str) -> dict[str, str]:
+    """The configs a compile kept for the kernels Inductor tuned at their first run (every
+    *.best_config under its cache folder), by relative path. Inductor names each after its
+    kernel's source, so a compile of the same kernel in another process looks for the same
+    path, and with the file in place runs that config instead of tuning again."""
+    return read_files(cache_dir, list(Path(cache_dir).rglob("*.best_config")))
+
+
+def read_files(cache_dir: str, paths: list[Path]) -> dict[str, str]:
     root = Path(cache_dir)
     found: dict[str, str] = {}
-    for path in [*(root / "cache").glob("*"), *root.rglob("*.best_config")]:
+    for path in paths:
         if not path.is_file():
             continue
         with contextlib.suppress(OSError, UnicodeDecodeError):
             found[path.relative_to(root).as_posix()] = path.read_text()
     return found
+
+
+def reuse_of(restored: dict[str, str], after: dict[str, str]) -> dict[str, int]:
+    """What a compile did with the tuned configs restored into its cache folder before it
+    (`restored`), from those the folder holds after it (`after`, tuned_configs): kept as
+    restored (Inductor ran them, or never met their kernel), written again (Inductor tuned
+    that kernel anew), and its own (kernels only this compile tuned)."""
+    return {"restored": len(restored),
+            "unchanged": sum(1 for path, text in restored.items() if after.get(path) == text),
+            "rewritten": sum(1 for path, text in restored.items() if path in after and after[path] != text),
+            "own": sum(1 for path in after if path not in restored)}
 
 
 def restore_files(cache_dir: str, files: dict[str, str]) -> int:

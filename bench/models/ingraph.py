@@ -478,6 +478,11 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                 lines += _versus_lines(against, VERSUS_TOLERANCE)
             if reference and comparable:
                 lines += _other_kernel_lines(reference, report_)
+            if result.get("default_tuned"):
+                d = result["default_tuned"]
+                lines.append(f"   default's tuned configs put in place (+defaulttuned): {d['restored']}; after the "
+                             f"compile {d['unchanged']} as put, {d['rewritten']} tuned again, {d['own']} kernels "
+                             f"tuned by this compile alone")
             if variant != "default" and comparable:
                 retuned = retuned_versus(variants["default"], result)
                 if retuned:

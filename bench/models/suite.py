@@ -37,7 +37,11 @@ flush), +gated (Inductor's autotuning timed without the host's launch: timing.Ga
 +biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
 +flexible (max_autotune_allow_flexible_layouts); and for ours, +outeraten (the model's picks
 for K = 1 GEMMs, the rotary embedding's outer products, on ATen: is the GPU's idle time beside
-them theirs?).
+them theirs?). +defaulttuned takes the compile lottery out of a comparison: the kernels
+Inductor tunes at their first run (pointwise block sizes) keep the configs default's compile
+of the same run kept, where the kernel is the same (its *.best_config files are put into the
+variant's fresh cache before it compiles; "default_tuned" counts those Inductor left as they
+were, tuned again, and the kernels only the variant has).
 
 --compiles N compiles each variant N times, each compile a process of its own with fresh
 caches (VARIANT~2, ...), all timed in the same rounds: the variant's "ms" and "compile_s" are
@@ -111,7 +115,7 @@ BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 MODEL_BASES = ("ours", "table")
 # The bases whose compile benchmarks every GEMM's choices: minutes, resumed across processes.
 AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
-SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten")
+SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten", "+defaulttuned")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 # What each compile of a variant keeps under "compiles" (--compiles)
@@ -858,8 +862,11 @@ class VariantRun:
         gc.collect()
         self.torch.cuda.empty_cache()
 
-    def compile(self, tables: dict[Optional[str], str]) -> dict[str, Any]:
-        """Compiles the variant (the first call at each length) and checks its outputs."""
+    def compile(self, tables: dict[Optional[str], str],
+                default_tuned: Optional[dict[str, str]] = None) -> dict[str, Any]:
+        """Compiles the variant (the first call at each length) and checks its outputs;
+        `default_tuned`: the configs default's compile kept for its runtime-tuned kernels
+        (autotune_state.tuned_configs), which +defaulttuned puts in place first."""
         from torch._inductor.utils import fresh_cache
 
         from matmul_toolkit_inductor import lut
@@ -870,6 +877,12 @@ class VariantRun:
         instance = self.instance
         hook = None
         self.stack.enter_context(fresh_cache())
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        if "+defaulttuned" in v.settings:
+            if default_tuned is None:
+                raise RuntimeError("+defaulttuned: default did not compile in this run")
+            autotune_state.restore_files(cache_dir(), default_tuned)
         if v.base == "ours":
             from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
@@ -922,6 +935,8 @@ class VariantRun:
                     errors.append(relative_error(torch, out, refs[seq]))
                     del out
                     self.calls[str(seq)] = lambda at=at: at.call(compiled)  # type: ignore[misc]
+        if "+defaulttuned" in v.settings and default_tuned is not None:
+            result["default_tuned"] = autotune_state.reuse_of(default_tuned, autotune_state.tuned_configs(cache_dir()))
         result["graphs_compiled"] = dynamo_graphs(torch) - graphs_before
         result["cudagraph_skips"] = cudagraph_skips(torch) - skips_before
         self.graphs_compiled = dynamo_graphs(torch)
@@ -1032,6 +1047,9 @@ def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: st
                 result = run.compile(*params)
                 reply = {"result": result, "environment": environment(torch)}
                 if v.name == "default":
+                    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+                    reply["tuned_files"] = autotune_state.tuned_configs(cache_dir())
                     try:
                         reply["gemm_problems"] = run.recorder.save_shapeset(
                             os.path.join(args.out, w.name, "shapeset.json"))
@@ -1195,6 +1213,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
         write_file_atomically(Path(args.record), json.dumps(record, indent=1) + "\n")
 
     tables: dict[Optional[str], str] = {}
+    default_tuned: Optional[dict[str, str]] = None  # for +defaulttuned, once default compiled
     alive: dict[str, Any] = {}
     try:
         # Start-up, warm-up and the eager reference in every variant's process at once: none
@@ -1216,7 +1235,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
             try:
                 if v.name == "default":
                     record["eager_call_ms"] = handle.request("eager_call_ms")
-                reply = handle.request("compile", tables)
+                reply = handle.request("compile", tables, default_tuned)
             except VariantFailed as e:
                 results[v.name] = {"error": str(e)}
                 alive.pop(v.name).close()
@@ -1225,6 +1244,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
                 record["environment"] = record["environment"] or reply["environment"]
                 if v.name == "default":
                     record["gemm_problems"] = reply["gemm_problems"]
+                    default_tuned = reply.get("tuned_files", {})
                     make_tables(args, w, folder, tables, record)
             print(f"{w.name}: {v.name}: {json.dumps({k: results[v.name].get(k) for k in ('compile_s', 'error')})}",
                   flush=True)

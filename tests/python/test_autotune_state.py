@@ -154,3 +154,21 @@ def test_only_autotuning_results_are_kept(tmp_path: Path) -> None:
     (tmp_path / "fxgraph").mkdir()
     (tmp_path / "fxgraph" / "graph").write_text("a compiled graph")
     assert A.kept_files(str(tmp_path)) == {"cache/h": TIMINGS, "xy/k.best_config": "{}"}
+
+
+def test_tuned_configs_travel_to_another_compile_and_say_what_it_did_with_them(tmp_path: Path) -> None:
+    default, variant = tmp_path / "default", tmp_path / "variant"
+    for folder, kept in (("ab", '{"XBLOCK": 512}'), ("cd", '{"XBLOCK": 1024}')):
+        (default / folder).mkdir(parents=True)
+        (default / folder / f"k{folder}.best_config").write_text(kept)
+    (default / "cache").mkdir()
+    (default / "cache" / "h").write_text(TIMINGS)  # GEMM timings: not a runtime-tuned config
+    configs = A.tuned_configs(str(default))
+    assert configs == {"ab/kab.best_config": '{"XBLOCK": 512}', "cd/kcd.best_config": '{"XBLOCK": 1024}'}
+    assert A.restore_files(str(variant), configs) == 2
+    # The variant's compile ran one as put, tuned the other again, and tuned a kernel of its own.
+    (variant / "cd" / "kcd.best_config").write_text('{"XBLOCK": 256}')
+    (variant / "ef").mkdir()
+    (variant / "ef" / "kef.best_config").write_text('{"XBLOCK": 64}')
+    assert A.reuse_of(configs, A.tuned_configs(str(variant))) == {"restored": 2, "unchanged": 1, "rewritten": 1,
+                                                                   "own": 1}

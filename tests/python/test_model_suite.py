@@ -212,6 +212,8 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
     ("ours@isolated", "ours", "isolated", ()),
     ("ours+outeraten", "ours", None, ("+outeraten",)),
     ("ours@graph-both-addmm+outeraten", "ours", "graph-both-addmm", ("+outeraten",)),
+    ("ours+defaulttuned", "ours", None, ("+defaulttuned",)),
+    ("max_autotune+defaulttuned", "max_autotune", None, ("+defaulttuned",)),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
@@ -222,6 +224,7 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
     ("fast", "BASE"), ("default+noepi", "no settings"), ("max_autotune@graph", "only ours and table"),
     ("ours+turbo", "unknown setting"), ("ours+noepi+noepi", "repeats"), ("ours+biasaddmm", "names its ATen"), ("use_model", "BASE"),
     ("max_autotune_gemm+outeraten", "inside ours only"), ("table+outeraten", "inside ours only"),
+    ("default+defaulttuned", "no settings"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
     with pytest.raises(suite.UsageError, match=message):
@@ -492,6 +495,10 @@ def test_kernels_that_kept_another_config_than_default_are_named() -> None:
     lines = G.text(document).splitlines()
     assert "   runtime-tuned kernels that kept another config than default's: 1" in lines
     assert any(line.startswith("     triton_poi_fused_gelu_view: ") for line in lines)
+    pinned = ours | {"in_graph": profiled, "default_tuned": {"restored": 3, "unchanged": 2, "rewritten": 1, "own": 4}}
+    lines = G.text({"workloads": {"w": {"default": default | {"in_graph": profiled}, "ours+defaulttuned": pinned}}})
+    assert ("   default's tuned configs put in place (+defaulttuned): 3; after the compile 2 as put, 1 tuned again, "
+            "4 kernels tuned by this compile alone") in lines.splitlines()
 
 
 def record(op: str, M: int, N: int, K: int, chosen: str = "aten", **benchmark: float) -> dict[str, Any]:
