@@ -341,7 +341,8 @@ step_train_speed() {
 # (libmmt_rank.so built elsewhere and named by MMT_RANK_LIBRARY).
 e2e_sources() {
   local item
-  # E2E_USE_MODEL="graph isolated": also the model deciding every GEMM while compiling (use_model)
+  # E2E_USE_MODEL="graph isolated": also the model deciding every GEMM while compiling (use_model;
+  # "graph+pad": it decides Inductor's shape padding too)
   [[ -n ${E2E_USE_MODEL:-} ]] && printf -- '--use-model %s ' "$E2E_USE_MODEL"
   [[ ${E2E_TABLES:-} == none && -n ${E2E_USE_MODEL:-} ]] && return 0
   for item in ${E2E_TABLES:-}; do printf -- '--table %s ' "$item"; done

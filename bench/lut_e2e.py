@@ -383,13 +383,25 @@ def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
     return again + variants + [Variant(AUTOTUNE)]
 
 
+# A --use-model item POLICY+pad: the model also decides Inductor's shape padding (pad="model").
+PAD_SUFFIX = "+pad"
+
+
+def hook_settings(item: str) -> dict[str, str]:
+    """use_model's arguments of one --use-model item: POLICY, or POLICY+pad."""
+    if item.endswith(PAD_SUFFIX):
+        return {"policy": item[: -len(PAD_SUFFIX)], "pad": "model"}
+    return {"policy": item}
+
+
 @contextlib.contextmanager
-def model_installed(model: str, policy: str) -> Iterator[Any]:
+def model_installed(model: str, item: str) -> Iterator[Any]:
     """use_model as a user installs it (every compiling thread, its config settings), forced
-    onto any GPU. Yields the hook and why it was forced (None on the model's own GPU)."""
+    onto any GPU, with the --use-model item's policy and padding. Yields the hook and why it
+    was forced (None on the model's own GPU)."""
     from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
-    with use_model(model or None, policy=policy, force=True) as hook:
+    with use_model(model or None, force=True, **hook_settings(item)) as hook:
         yield hook, gpu_mismatch(hook.model.info())
 
 
@@ -911,7 +923,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "e.g. 1 1+aten 1+aten@10 1+aten@15us 1+aten@15us+fast5+alone100us 5 (default 1 5)")
     p.add_argument("--use-model", nargs="+", metavar="POLICY",
                    help="also compile with matmul_toolkit_inductor.use_model deciding every GEMM (no table), "
-                        "one variant per decision policy (graph, isolated); the model is the first --model, "
+                        "one variant per decision policy (graph, isolated; POLICY+pad: the model also decides "
+                        "Inductor's shape padding, use_model(pad='model')); the model is the first --model, "
                         "else the shipped one")
     p.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"],
                    help="export-lut's --search-space: the configs the model ranks (default DEFAULT)")
@@ -967,8 +980,8 @@ def check_inputs(args: argparse.Namespace) -> None:
         try:
             with RankModel.open(args.model[0] if args.model else "") as ranker:
                 op, shape = probe_problem()
-                for policy in args.use_model:  # an unknown policy fails here, not in every compile
-                    ranker.decide({"op": op, "shape": shape, "policy": policy})
+                for item in args.use_model:  # an unknown policy fails here, not in every compile
+                    ranker.decide({"op": op, "shape": shape, "policy": hook_settings(item)["policy"]})
         except RankLibraryError as e:
             raise UsageError("--use-model", str(e))
     if args.model and not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)) \

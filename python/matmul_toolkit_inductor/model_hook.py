@@ -29,6 +29,11 @@ entries with ATen that Inductor benchmarks, as the policy decides.
   them the hook finds no kernel to pick, and Inductor's own choices (ATen) stay.
 - The handler is set for every thread that compiles, those that compiled before too (the
   autograd thread lowers a training step's backward graph): handlers.py.
+- Shape padding: Inductor's pad_mm pass pads a misaligned M, N or K of a compute-bound GEMM
+  where its own timing of cuBLAS, padded against as given, taken while compiling, has padding
+  ahead by 10 %; on close calls that timing falls either way from one compile to the next.
+  With `pad="model"` the model decides it instead: the predicted time of its decision for the
+  padded problem against the problem as given, by the same 10 % (pad_mm's other rules stay).
 - The hook's identity (the model's sha256, and the policy, search space and unranked where
   not the defaults) goes into torch.compiler.config.cache_key_tag and names its choices class
   (handlers.py), which Inductor's FX graph cache pickles into each graph's key. So a graph
@@ -67,6 +72,10 @@ ATEN_UIDS = {"baddbmm": {"aten::bmm": "aten::baddbmm"}, "int_mm": {"aten::mm": "
 UNRANKED = ("aten", "inductor")
 # The hooks installed, oldest first: the newest decides what an unranked autotuning keeps.
 _INSTALLED: list[ModelHook] = []
+# Who decides whether Inductor pads a misaligned GEMM: its timing while compiling, or the model.
+PADS = ("inductor", "model")
+# How far ahead the padded problem must be to pad: pad_mm's own factor for its timings.
+PAD_MARGIN = 1.1
 
 
 class ModelHookError(ValueError):
@@ -84,6 +93,10 @@ class Decision:
     why: str = ""                   # a fallback's reason
 
     def line(self) -> str:
+        if self.decision in ("pad", "as given"):
+            given, padded = self.predicted_ms
+            return (f"{self.op_name} {self.problem}: {self.decision} (predicted {given:.4g} ms as given, "
+                    f"{padded:.4g} ms padded)")
         if self.decision == "fallback":
             return f"{self.op_name} {self.problem}: Inductor's own choices ({self.why})"
         if self.decision == "unranked":
@@ -126,9 +139,49 @@ def problem_of(kernel_inputs: Any, op_name: str) -> Optional[tuple[str, dict[str
         return None
     layout = (operand_layout(size1, [int(v) for v in strides[i1]])
               + operand_layout(size2, [int(v) for v in strides[i2]]))
-    shape = {"version": 1, "B": B, "M": M, "M_dtype": a_dtype, "N": N, "K": K, "K_dtype": b_dtype,
-             "out_dtype": out_dtype, "out_size": [B, M, N], "out_stride": [M * N, N, 1]}
-    return op_key(op, layout), shape
+    return op_key(op, layout), gemm_shape(B, M, N, K, a_dtype, b_dtype, out_dtype)
+
+
+def gemm_shape(B: int, M: int, N: int, K: int, a_dtype: str, b_dtype: str, out_dtype: str) -> dict[str, Any]:
+    """A shapeset shape of a GEMM with a contiguous output, as the model's requests take it."""
+    return {"version": 1, "B": B, "M": M, "M_dtype": a_dtype, "N": N, "K": K, "K_dtype": b_dtype,
+            "out_dtype": out_dtype, "out_size": [B, M, N], "out_stride": [M * N, N, 1]}
+
+
+def padding_problems(pad_mm: Any, mat1: Any, mat2: Any, op: Any
+                     ) -> Optional[tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]]:
+    """The model's problems of a GEMM that Inductor's pad_mm pass (module `pad_mm`) may pad:
+    (as given, padded), each (op key, shape), from its operands (fake tensors, sizes read at
+    Inductor's hints) and aten op; None where nothing is to pad or the model has no rows. An
+    operand pad_mm pads becomes a new row-major tensor."""
+    name = str(getattr(op, "_qualified_op_name", op)).replace("::", ".").split(".")[-1]
+    if name not in ("mm", "addmm", "bmm"):
+        return None
+    hint = getattr(pad_mm, "hint_symbols", lambda values: [int(v) for v in values])
+    size1, size2 = [int(v) for v in hint(mat1.shape)], [int(v) for v in hint(mat2.shape)]
+    stride1, stride2 = [int(v) for v in hint(mat1.stride())], [int(v) for v in hint(mat2.stride())]
+    rank = 3 if name == "bmm" else 2
+    dtype = dtype_name(mat1.dtype)
+    if len(size1) != rank or len(size2) != rank or dtype != dtype_name(mat2.dtype) or dtype not in KNOWN_DTYPES:
+        return None
+    B = size1[0] if rank == 3 else 1
+    M, K, N = size1[-2], size1[-1], size2[-1]
+    pad_m = pad_mm.get_padded_length(M, pad_mm.get_alignment_size(mat1))
+    pad_k = pad_mm.get_padded_length(K, pad_mm.get_alignment_size(mat1))
+    pad_n = pad_mm.get_padded_length(N, pad_mm.get_alignment_size(mat2))
+    if pad_m == pad_k == pad_n == 0:
+        return None
+    layout1, layout2 = operand_layout(size1, stride1), operand_layout(size2, stride2)
+    padded_layout = ("n" if pad_m or pad_k else layout1) + ("n" if pad_k or pad_n else layout2)
+    return ((op_key(name, layout1 + layout2), gemm_shape(B, M, N, K, dtype, dtype, dtype)),
+            (op_key(name, padded_layout), gemm_shape(B, M + pad_m, N + pad_n, K + pad_k, dtype, dtype, dtype)))
+
+
+def expected_ms(answer: dict[str, Any]) -> Optional[float]:
+    """The predicted time of what a decision writes: its entry's, or the fastest of a pair's
+    (Inductor times them and keeps the faster)."""
+    times = [float(t) for t in answer.get("predicted_ms") or [] if isinstance(t, (int, float))]
+    return min(times) if times else None
 
 
 def inputs_label(kernel_inputs: Any) -> str:
@@ -149,13 +202,16 @@ class ModelHook:
     leaving the block uninstalls it."""
 
     def __init__(self, model: Any, policy: Optional[str] = None, search_space: str = "DEFAULT",
-                 unranked: str = "aten") -> None:
+                 unranked: str = "aten", pad: str = "inductor") -> None:
         if unranked not in UNRANKED:
             raise ModelHookError(f"unranked: '{unranked}' is not one of {', '.join(UNRANKED)}")
+        if pad not in PADS:
+            raise ModelHookError(f"pad: '{pad}' is not one of {', '.join(PADS)}")
         self.model = model
         self.policy = policy
         self.search_space = search_space
         self.unranked = unranked
+        self.pad = pad
         self.decisions: list[Decision] = []
         self.installed = False
         self._answers: dict[str, dict[str, Any]] = {}
@@ -216,6 +272,21 @@ class ModelHook:
                             why="an autotuning the model does not decide"))
         return extern
 
+    def pad_verdict(self, pad_mm: Any, mat1: Any, mat2: Any, op: Any) -> Optional[tuple[bool, Decision]]:
+        """pad="model": whether pad_mm should pad this GEMM, by the predicted time of the
+        decision for the padded problem against the problem as given (padded ahead by more than
+        PAD_MARGIN), with what explain() is to list; None where the model does not answer."""
+        problems = padding_problems(pad_mm, mat1, mat2, op)
+        if problems is None:
+            return None
+        (given_key, given), (padded_key, padded) = problems
+        given_ms, padded_ms = expected_ms(self._decide(given_key, given)), expected_ms(self._decide(padded_key, padded))
+        if given_ms is None or padded_ms is None:
+            return None
+        verdict = given_ms > PAD_MARGIN * padded_ms
+        return verdict, Decision(given_key.split("_")[0], label(given_key, given), "pad" if verdict else "as given",
+                                 predicted_ms=[given_ms, padded_ms])
+
     def _decide(self, key: str, shape: dict[str, Any]) -> dict[str, Any]:
         request: dict[str, Any] = {"op": key, "shape": shape, "search_space": self.search_space}
         if self.policy:
@@ -247,12 +318,13 @@ class ModelHook:
 
     def identity(self) -> str:
         """What its decisions depend on: "mmt-" and the model's sha256 (16 digits), then the
-        policy, search space and unranked where they are not the defaults. It goes into the
+        policy, search space, unranked and pad where they are not the defaults. It goes into the
         compile cache key (cache_key_tag, the choices class's name)."""
         digest = str(self.model.info().get("sha256", ""))[:16]
         parts = [f"mmt-{digest}", self.policy or "",
                  "" if self.search_space == "DEFAULT" else self.search_space,
-                 "" if self.unranked == "aten" else f"unranked={self.unranked}"]
+                 "" if self.unranked == "aten" else f"unranked={self.unranked}",
+                 "" if self.pad == "inductor" else f"pad={self.pad}"]
         return "-".join(p for p in parts if p)
 
     def explain(self) -> str:
@@ -367,6 +439,55 @@ def grouped_mm_gates() -> list[Setting]:
             for name in GROUPED_MM_GATES if callable(getattr(mm_grouped, name, None))]
 
 
+def padding_settings(hook: ModelHook) -> list[Setting]:
+    """pad="model": settings that put the model's verdict where pad_mm looks up a timing it
+    took before (get_cached_should_pad), for the GEMM its _should_pad is deciding, so that
+    pad_mm's other rules (compute bound, force_shape_pad) stay its own and no timing is
+    taken. None where this torch's pad_mm lacks those functions; any error in the hook leaves
+    that GEMM to pad_mm's timing, with one warning. Nothing is written to pad_mm's cache."""
+    try:
+        from torch._inductor.fx_passes import pad_mm
+    except Exception:
+        return []
+    if not all(callable(getattr(pad_mm, name, None))
+               for name in ("_should_pad", "get_cached_should_pad", "should_pad_bench_key", "get_padded_length",
+                            "get_alignment_size")):
+        return []
+    deciding = threading.local()  # the GEMM of this thread's _should_pad: (its key, verdict, Decision)
+
+    def decided_by_model(should_pad: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(should_pad)
+        def decided(match: Any, mat1: Any, mat2: Any, op: Any, input: Any = None) -> Any:
+            verdict = None
+            if hook.installed:
+                try:
+                    found = hook.pad_verdict(pad_mm, mat1, mat2, op)
+                    if found is not None:
+                        verdict = (pad_mm.should_pad_bench_key(match, mat1, mat2, op, input), *found)
+                except Exception as e:  # a user's compile must never fail here
+                    hook._fallback_warning("pad_mm", e)
+            deciding.verdict = verdict
+            try:
+                return should_pad(match, mat1, mat2, op, input)
+            finally:
+                deciding.verdict = None
+
+        return decided
+
+    def answered_by_model(lookup: Callable[[str], Any]) -> Callable[[str], Any]:
+        @functools.wraps(lookup)
+        def cached(key: str) -> Any:
+            verdict = getattr(deciding, "verdict", None)
+            if verdict is not None and verdict[0] == key:
+                hook._note(verdict[2])  # pad_mm took the model's verdict (it got this far)
+                return verdict[1]
+            return lookup(key)
+
+        return cached
+
+    return [(pad_mm, "_should_pad", decided_by_model), (pad_mm, "get_cached_should_pad", answered_by_model)]
+
+
 def install(hook: ModelHook) -> None:
     """Makes Inductor ask `hook` in every thread, keeps convolutions on ATen (unless
     unranked="inductor"), tags the compile cache."""
@@ -382,6 +503,8 @@ def install(hook: ModelHook) -> None:
         if hasattr(inductor_config, "max_autotune_conv_backends"):
             settings.append((inductor_config, "max_autotune_conv_backends", lambda _: "ATEN"))
         settings += grouped_mm_gates()
+    if hook.pad == "model":
+        settings += padding_settings(hook)
     hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings,
                                     name=class_name("ModelChoices", identity)))
     aten_only_for_unranked(AlgorithmSelectorCache)
@@ -404,19 +527,23 @@ def gpu_mismatch(info: dict[str, Any]) -> Optional[str]:
 
 
 def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, search_space: str = "DEFAULT",
-              unranked: str = "aten", force: bool = False, library: Optional[Any] = None) -> ModelHook:
+              unranked: str = "aten", pad: str = "inductor", force: bool = False,
+              library: Optional[Any] = None) -> ModelHook:
     """Makes the model (default: the shipped one) pick the GEMMs of every later compile in this
     process; returns the hook (explain(), uninstall(), or use it as a context manager).
     `policy`: the decision policy (export-lut --policy; default: export-lut's default).
     `unranked`: "aten" (default) runs what the model does not rank, convolutions included, on
     its ATen choice alone, as default torch.compile does; "inductor" leaves it to Inductor's
     own autotuning.
+    `pad`: who decides whether Inductor pads a misaligned GEMM: "inductor" (default: its timing
+    while compiling) or "model" (the predicted times of the padded and the given problem; a
+    candidate, not yet measured end to end).
     `force`: install it on a GPU the model was not trained on. Raises ModelHookError when the
     model cannot be opened or the policy is unknown."""
     try:
         model = RankModel.open(path or "", library)
         info = model.info()
-        hook = ModelHook(model, policy, search_space, unranked)
+        hook = ModelHook(model, policy, search_space, unranked, pad)
         probe = probe_problem()
         model.decide({"op": probe[0], "shape": probe[1], "search_space": search_space,
                       **({"policy": policy} if policy else {})})

@@ -139,7 +139,8 @@ def test_an_unknown_use_model_policy_is_refused_before_any_compile(tmp_path: Pat
     from test_rank_library import library
 
     monkeypatch.setenv("MMT_RANK_LIBRARY", str(library()))
-    good = lut_e2e.parse_args(["--use-model", "graph", "graph-both-addmm", "--log-normal", "3", "--out", str(tmp_path)])
+    good = lut_e2e.parse_args(["--use-model", "graph", "graph-both-addmm", "graph+pad", "--log-normal", "3",
+                               "--out", str(tmp_path)])
     lut_e2e.check_inputs(good)
     bad = lut_e2e.parse_args(["--use-model", "graph", "fast", "--log-normal", "3", "--out", str(tmp_path)])
     with pytest.raises(lut_e2e.UsageError, match="^--use-model: .*unknown policy 'fast'"):
@@ -170,3 +171,8 @@ def test_resume_keeps_only_a_run_of_the_same_variants_on_the_same_machine(tmp_pa
         lut_e2e.resumed_records(args, variants, machine | {"device": "NVIDIA H200"})
     with pytest.raises(lut_e2e.UsageError, match="variants differ"):
         lut_e2e.resumed_records(args, variants[1:], machine)
+
+
+def test_a_use_model_item_may_hand_shape_padding_to_the_model() -> None:
+    assert lut_e2e.hook_settings("graph") == {"policy": "graph"}
+    assert lut_e2e.hook_settings("graph-both-addmm+pad") == {"policy": "graph-both-addmm", "pad": "model"}

@@ -5,6 +5,7 @@ where present (test_rank_library.py, the GPU machine)."""
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import types
@@ -400,3 +401,103 @@ def test_grouped_mm_builds_no_templates_while_the_hook_runs_it_on_aten(fake_torc
     assert mm_grouped.use_triton_template is original
     with model_hook.use_model(unranked="inductor"):
         assert mm_grouped.use_triton_template is original
+
+
+# ------------------------------------------------------------- shape padding (pad="model")
+class ShapeModel(FakeModel):
+    """Answers ATen alone, predicted from the problem's N: `times[N]` ms."""
+
+    def __init__(self, times: dict[int, Any]) -> None:
+        super().__init__({})
+        self.times = times
+
+    def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(request)
+        ms = self.times.get(request["shape"]["N"], 0.01)
+        if isinstance(ms, Exception):
+            raise ms
+        return {"decision": "aten", "entries": [{"template_id": "aten::mm"}], "predicted_ms": [ms]}
+
+
+def operand(*size: int, transposed: bool = False, dtype: str = "torch.bfloat16") -> Any:
+    """A fake tensor of pad_mm's: sizes, strides (row-major, or a transposed view), dtype."""
+    stride = (1, size[0]) if transposed else tuple(int(math.prod(size[i + 1:])) for i in range(len(size)))
+    return types.SimpleNamespace(shape=size, dtype=dtype, stride=lambda: stride)
+
+
+MM = types.SimpleNamespace(_qualified_op_name="aten::mm")
+
+
+@pytest.fixture
+def pad_mm(fake_torch: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Inductor's pad_mm as far as the hook meets it: _should_pad times padded against as
+    given unless its cache lookup (a module global) answers, and never for a GEMM it finds
+    memory bound."""
+    module = types.ModuleType("torch._inductor.fx_passes.pad_mm")
+    module.timed = []  # type: ignore[attr-defined]
+
+    def should_pad(match: Any, mat1: Any, mat2: Any, op: Any, input: Any = None) -> bool:
+        if match == "memory bound":
+            return False
+        cached = module.get_cached_should_pad(module.should_pad_bench_key(match, mat1, mat2, op, input))
+        if cached is not None:
+            return bool(cached)
+        module.timed.append(mat2.shape)  # type: ignore[attr-defined]
+        return True
+
+    module._should_pad = should_pad  # type: ignore[attr-defined]
+    module.get_cached_should_pad = lambda key: None  # type: ignore[attr-defined]
+    module.should_pad_bench_key = lambda match, a, b, op, input=None: str((a.shape, a.stride(), b.shape, b.stride()))  # type: ignore[attr-defined]
+    module.get_alignment_size = lambda t: 8 if t.dtype in ("torch.bfloat16", "torch.float16") else 4  # type: ignore[attr-defined]
+    module.get_padded_length = lambda x, align: 0 if x % align == 0 or x == 1 else (x // align + 1) * align - x  # type: ignore[attr-defined]
+    passes = types.ModuleType("torch._inductor.fx_passes")
+    passes.pad_mm = module  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch._inductor.fx_passes", passes)
+    monkeypatch.setitem(sys.modules, "torch._inductor.fx_passes.pad_mm", module)
+    return module
+
+
+def test_the_model_decides_shape_padding_where_asked(pad_mm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = pad_mm._should_pad, pad_mm.get_cached_should_pad
+    model = ShapeModel({109: 0.0628, 112: 0.0194, 203: 0.020, 208: 0.019})
+    opened(monkeypatch, model)
+    with model_hook.use_model(pad="model") as hook:
+        assert "pad=model" in hook.identity()
+        # mm 4096x109x4096: predicted 3.2x faster padded, so padded, and nothing timed
+        assert pad_mm._should_pad("match", operand(4096, 4096), operand(4096, 109), MM) is True
+        # a close call (0.020 against 0.019 ms) stays as given
+        assert pad_mm._should_pad("match", operand(512, 4096), operand(4096, 203), MM) is False
+        # pad_mm's own rules come first: a memory-bound GEMM is not padded, and not listed
+        assert pad_mm._should_pad("memory bound", operand(4096, 4096), operand(4096, 109), MM) is False
+        assert pad_mm.timed == []
+        given, padded = model.requests[1:3]  # after use_model()'s probe
+        assert (given["op"], given["shape"]["N"], padded["op"], padded["shape"]["N"]) == ("mm", 109, "mm", 112)
+        lines = hook.explain().splitlines()
+        assert lines == ["use_model: 1 as given, 1 pad",
+                         "mm mm 4096x109x4096 bfloat16: pad (predicted 0.0628 ms as given, 0.0194 ms padded)",
+                         "mm mm 512x203x4096 bfloat16: as given (predicted 0.02 ms as given, 0.019 ms padded)"]
+        # padding N of a transposed B (a weight's view) makes a row-major copy
+        # (the row-major padded problem was decided above)
+        assert pad_mm._should_pad("match", operand(4096, 4096), operand(4096, 109, transposed=True), MM) is True
+        assert model.requests[-1]["op"] == "mm_nt" and len(model.requests) == 6
+        assert hook.explain().splitlines()[-1].startswith("mm mm_nt 4096x109x4096 bfloat16: pad")
+    assert (pad_mm._should_pad, pad_mm.get_cached_should_pad) == original
+
+
+def test_shape_padding_stays_inductors_by_default_and_wherever_the_model_fails(pad_mm: Any,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    original = pad_mm._should_pad
+    opened(monkeypatch, ShapeModel({109: RankLibraryError("request > shape: broken")}))
+    with model_hook.use_model():
+        assert pad_mm._should_pad is original  # pad="inductor": pad_mm times as it always has
+    with model_hook.use_model(pad="model") as hook:
+        with pytest.warns(RuntimeWarning, match="could not decide a GEMM"):
+            assert pad_mm._should_pad("match", operand(4096, 4096), operand(4096, 109), MM) is True
+        assert pad_mm.timed == [(4096, 109)]  # pad_mm's own timing decided
+        # aligned sizes, an op pad_mm does not pad, a dtype without rows: nothing to decide
+        assert pad_mm._should_pad("match", operand(64, 64), operand(64, 64), MM) is True
+        assert hook.pad_verdict(pad_mm, operand(64, 60), operand(60, 64), types.SimpleNamespace()) is None
+        assert hook.pad_verdict(pad_mm, operand(64, 60, dtype="torch.int8"), operand(60, 64, dtype="torch.int8"),
+                                MM) is None
+    with pytest.raises(ModelHookError, match="pad: 'always' is not one of inductor, model"):
+        model_hook.use_model(pad="always")

@@ -83,3 +83,22 @@ def test_one_dynamic_compile_serves_every_length(fresh_compile: Any) -> None:
             torch.testing.assert_close(f(x), torch.relu(x @ w), rtol=2e-2, atol=1.0)
         assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
         assert any(line.startswith("mm ") for line in hook.explain().splitlines()[1:]), hook.explain()
+
+
+def test_pad_model_decides_shape_padding_without_timing_it(fresh_compile: Any) -> None:
+    """mm 4096x4093x4096: N misaligned and the GEMM compute bound, so pad_mm asks; with
+    pad="model" the model's verdict stands where pad_mm's timing would have been."""
+    counters = fresh_compile
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4093, device="cuda", dtype=torch.bfloat16)
+    try:
+        hook = use_model(force=True, pad="model")
+    except ModelHookError as e:
+        pytest.skip(f"use_model cannot open the shipped model here: {e}")
+    with hook:
+        f = torch.compile(lambda x, y: x @ y, options={"max_autotune_gemm": True})
+        torch.testing.assert_close(f(a, b), a @ b, rtol=2e-2, atol=2.0)
+        lines = hook.explain().splitlines()
+        assert any(line.startswith(("mm mm 4096x4093x4096 bfloat16: pad (",
+                                    "mm mm 4096x4093x4096 bfloat16: as given (")) for line in lines), lines
+        assert counters["inductor"]["pad_mm_bench"] == 0, dict(counters["inductor"])
