@@ -444,7 +444,8 @@ def padding_settings(hook: ModelHook) -> list[Setting]:
     took before (get_cached_should_pad), for the GEMM its _should_pad is deciding, so that
     pad_mm's other rules (compute bound, force_shape_pad) stay its own and no timing is
     taken. None where this torch's pad_mm lacks those functions; any error in the hook leaves
-    that GEMM to pad_mm's timing, with one warning. Nothing is written to pad_mm's cache."""
+    that GEMM to pad_mm's timing, with one warning. Nothing is written to pad_mm's cache of
+    timings."""
     try:
         from torch._inductor.fx_passes import pad_mm
     except Exception:
