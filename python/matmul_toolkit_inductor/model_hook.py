@@ -34,8 +34,8 @@ entries with ATen that Inductor benchmarks, as the policy decides.
   ahead by 10 %; on close calls that timing falls either way from one compile to the next.
   With `pad="model"` the model decides it instead: the predicted time of its decision for the
   padded problem against the problem as given, by the same 10 % (pad_mm's other rules stay).
-- The hook's identity (the model's sha256, and the policy, search space and unranked where
-  not the defaults) goes into torch.compiler.config.cache_key_tag and names its choices class
+- The hook's identity (the model's sha256, and the policy, search space, unranked and pad
+  where not the defaults) goes into torch.compiler.config.cache_key_tag and names its choices class
   (handlers.py), which Inductor's FX graph cache pickles into each graph's key. So a graph
   cached with other picks is not reused, and one cached with these is. A cached graph skips
   lowering, and with it the hook: explain() lists the GEMMs lowered in this process.
