@@ -974,6 +974,7 @@ class FakeVariantProcess:
 
     log: list[str] = []
     closed: list[str] = []
+    given: dict[str, Any] = {}
 
     def __init__(self, args: Any, w: Any, v: Any) -> None:
         self.name, self.pending = v.name, None
@@ -981,6 +982,8 @@ class FakeVariantProcess:
 
     def send(self, what: str, *params: Any) -> None:
         FakeVariantProcess.log.append(f"{what} {self.name}")
+        if what == "compile":
+            FakeVariantProcess.given[self.name] = params[1]  # default's tuned configs, once it compiled
         self.pending = (what, params)
 
     def reply(self) -> Any:
@@ -999,7 +1002,8 @@ class FakeVariantProcess:
                 result["compile_s"] = 6.0
             if self.name == "table@isolated":
                 result["error"] = "wrong result: relative error 5.0e-01 against eager"
-            return {"result": result, "environment": {"device": "Fake GPU"}, "gemm_problems": 2}
+            return {"result": result, "environment": {"device": "Fake GPU"}, "gemm_problems": 2,
+                    **({"tuned_files": {"ab/k.best_config": '{"XBLOCK": 512}'}} if self.name == "default" else {})}
         if what == "probe":
             return 1.0
         if what == "round":
@@ -1036,6 +1040,9 @@ def test_the_workload_process_compiles_each_variant_alone_then_times_them_togeth
     assert [x for x in log if x.startswith(("compile", "eager"))] == [
         "eager_call_ms default", "compile default", "compile ours", "compile max_autotune", "compile table@isolated"]
     assert log.index("compile table@isolated") < log.index("probe default")
+    # What default tuned at its first run goes to every later compile (+defaulttuned puts it in place).
+    assert FakeVariantProcess.given["default"] is None
+    assert FakeVariantProcess.given["ours"] == {"ab/k.best_config": '{"XBLOCK": 512}'}
     assert document["environment"] == {"device": "Fake GPU"} and document["eager_call_ms"] == 7.0
     # 30 rounds, a multiple of the 3 variants timed
     assert variants["ours"]["ms"] == pytest.approx(0.9) and len(variants["ours"]["rounds_ms"]) == 30
