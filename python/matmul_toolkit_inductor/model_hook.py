@@ -445,7 +445,8 @@ def padding_settings(hook: ModelHook) -> list[Setting]:
     pad_mm's other rules (compute bound, force_shape_pad) stay its own and no timing is
     taken. None where this torch's pad_mm lacks those functions; any error in the hook leaves
     that GEMM to pad_mm's timing, with one warning. Nothing is written to pad_mm's cache of
-    timings."""
+    timings, and a GEMM the model decides skips the memoizer around _should_pad (where it
+    exposes the function it wraps), which would keep the verdict for compiles without the hook."""
     try:
         from torch._inductor.fx_passes import pad_mm
     except Exception:
@@ -468,8 +469,9 @@ def padding_settings(hook: ModelHook) -> list[Setting]:
                 except Exception as e:  # a user's compile must never fail here
                     hook._fallback_warning("pad_mm", e)
             deciding.verdict = verdict
+            decide = getattr(should_pad, "__wrapped__", should_pad) if verdict is not None else should_pad
             try:
-                return should_pad(match, mat1, mat2, op, input)
+                return decide(match, mat1, mat2, op, input)
             finally:
                 deciding.verdict = None
 
@@ -505,7 +507,11 @@ def install(hook: ModelHook) -> None:
             settings.append((inductor_config, "max_autotune_conv_backends", lambda _: "ATEN"))
         settings += grouped_mm_gates()
     if hook.pad == "model":
-        settings += padding_settings(hook)
+        padding = padding_settings(hook)
+        if not padding:
+            warnings.warn("matmul_toolkit: use_model(pad='model'): this torch's pad_mm pass is not the one the hook "
+                          "knows; Inductor decides shape padding by its own timing", RuntimeWarning, stacklevel=3)
+        settings += padding
     hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings,
                                     name=class_name("ModelChoices", identity)))
     aten_only_for_unranked(AlgorithmSelectorCache)

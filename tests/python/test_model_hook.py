@@ -445,7 +445,17 @@ def pad_mm(fake_torch: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
         module.timed.append(mat2.shape)  # type: ignore[attr-defined]
         return True
 
-    module._should_pad = should_pad  # type: ignore[attr-defined]
+    memo: dict[str, bool] = {}
+
+    def memoized(match: Any, mat1: Any, mat2: Any, op: Any, input: Any = None) -> bool:
+        key = str((mat1.shape, mat2.shape))
+        if key not in memo:  # Inductor's persistent memoizer: kept for later compiles too
+            memo[key] = should_pad(match, mat1, mat2, op, input)
+        return memo[key]
+
+    memoized.__wrapped__ = should_pad  # type: ignore[attr-defined]
+    module.memo = memo  # type: ignore[attr-defined]
+    module._should_pad = memoized  # type: ignore[attr-defined]
     module.get_cached_should_pad = lambda key: None  # type: ignore[attr-defined]
     module.should_pad_bench_key = lambda match, a, b, op, input=None: str((a.shape, a.stride(), b.shape, b.stride()))  # type: ignore[attr-defined]
     module.get_alignment_size = lambda t: 8 if t.dtype in ("torch.bfloat16", "torch.float16") else 4  # type: ignore[attr-defined]
@@ -469,7 +479,7 @@ def test_the_model_decides_shape_padding_where_asked(pad_mm: Any, monkeypatch: p
         assert pad_mm._should_pad("match", operand(512, 4096), operand(4096, 203), MM) is False
         # pad_mm's own rules come first: a memory-bound GEMM is not padded, and not listed
         assert pad_mm._should_pad("memory bound", operand(4096, 4096), operand(4096, 109), MM) is False
-        assert pad_mm.timed == []
+        assert pad_mm.timed == [] and pad_mm.memo == {}  # the model's verdicts stay out of Inductor's memo
         given, padded = model.requests[1:3]  # after use_model()'s probe
         assert (given["op"], given["shape"]["N"], padded["op"], padded["shape"]["N"]) == ("mm", 109, "mm", 112)
         lines = hook.explain().splitlines()
@@ -501,3 +511,7 @@ def test_shape_padding_stays_inductors_by_default_and_wherever_the_model_fails(p
                                 MM) is None
     with pytest.raises(ModelHookError, match="pad: 'always' is not one of inductor, model"):
         model_hook.use_model(pad="always")
+    # A pad_mm without the functions the hook knows (another torch): said once, Inductor's.
+    del pad_mm.get_cached_should_pad
+    with pytest.warns(RuntimeWarning, match="pad_mm pass is not the one the hook knows"):
+        model_hook.use_model(pad="model").uninstall()
