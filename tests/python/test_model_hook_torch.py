@@ -4,6 +4,7 @@ libmmt_rank.so and the shipped model). On the GPU machine, after building mmt_ra
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -92,9 +93,12 @@ def test_pad_model_decides_shape_padding_without_timing_it(fresh_compile: Any) -
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(4096, 4093, device="cuda", dtype=torch.bfloat16)
     try:
-        hook = use_model(force=True, pad="model")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            hook = use_model(force=True, pad="model")
     except ModelHookError as e:
         pytest.skip(f"use_model cannot open the shipped model here: {e}")
+    assert not [w for w in caught if "pad_mm" in str(w.message)], [str(w.message) for w in caught]
     with hook:
         f = torch.compile(lambda x, y: x @ y, options={"max_autotune_gemm": True})
         torch.testing.assert_close(f(a, b), a @ b, rtol=2e-2, atol=2.0)
