@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from autotune_state import tuned_configs
 from summary import same_run
 
 GEMM = "gemm"
@@ -205,13 +206,17 @@ def timeline(spans: Sequence[tuple[str, float, float]], calls: int, gaps: int = 
 def runtime_tuned(cache_dir: str) -> list[dict[str, Any]]:
     """The kernels Inductor tuned at their first run (a pointwise or reduction kernel offered
     several block sizes, `triton.autotune_pointwise`), each with the config it kept: every
-    `*.best_config` under a compile's cache folder, named by the kernel its sibling source
-    file defines. Which config a compile keeps is a draw of its timing, so two compiles of one
-    graph can differ here; sorted by kernel name."""
+    `*.best_config` under a compile's cache folder (autotune_state.tuned_configs), named by the
+    kernel a source file of the same name beside it defines, else by the file's own name.
+    torch 2.11 names the file by a hash of the kernel's file name and the cache key tag, which
+    names the same kernel alike in every compile (default's and ours' reports share names)
+    but has no source beside it. Which config a compile keeps is a draw of its timing, so two
+    compiles of one graph can differ here; sorted by kernel name."""
     found = []
-    for path in sorted(Path(cache_dir).rglob("*.best_config")):
+    for relative, text in sorted(tuned_configs(cache_dir).items()):
+        path = Path(cache_dir) / relative
         try:
-            kept = json.loads(path.read_text())
+            kept = json.loads(text)
             source = path.with_suffix(".py")
             names = _KERNEL_DEFINITION.findall(source.read_text()) if source.is_file() else []
         except (OSError, UnicodeDecodeError, ValueError):
