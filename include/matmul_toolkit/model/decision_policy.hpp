@@ -167,8 +167,9 @@ DecisionPolicy graph_policy();
 /// aten::bias_addmm and aten::addmm (the expanded bias, no cuBLASLt epilogue), for Inductor to
 /// time: two cuBLAS calls, nothing compiled. The model's ATen label is the faster of the two
 /// (the collector times both), and on small outputs with a long K the fused bias ran 2.8-3.2x
-/// slower than the plain addmm (H100 and H200, 2026-12-02 and 06). A candidate until measured
-/// in whole models.
+/// slower than the plain addmm (H100 and H200, 2026-12-02 and 06). Measured and not the
+/// default: in GPT-2 and BERT Inductor kept aten::bias_addmm on every addmm, at up to 1.13x
+/// default's compile time (docs/experiments/2026-12-06-both-addmm-and-three-compiles.md).
 DecisionPolicy graph_both_addmm_policy();
 
 /// Tuned against Inductor's isolated benchmark on single GEMMs (L2 flushed, one op): the
