@@ -714,14 +714,19 @@ def export_table(args: argparse.Namespace, shapeset: str, policy: Optional[str],
     return table, time.monotonic() - start
 
 
-def isolated_aten_ms(torch: Any, records: list[dict[str, Any]], cache: dict[str, tuple[float, float]]) -> None:
+# Per problem: Inductor's benchmark of the ATen call, and its time without the launch (None
+# where the GPU's clock stayed low).
+AtenTimes = dict[str, tuple[float, Optional[float]]]
+
+
+def isolated_aten_ms(torch: Any, records: list[dict[str, Any]], cache: AtenTimes) -> None:
     """For records that kept ATen: the ATen call alone on fresh operands of the problem's
     layout, timed by Inductor's benchmarker (benchmark_ms["aten"], where Inductor timed
     nothing) and without the host's launch (gated_ms, timing.GatedTimer); both flush L2."""
     from torch._inductor.runtime.benchmarking import benchmarker
 
     from matmul_toolkit_inductor.dataset import parse_op_key
-    from matmul_toolkit_inductor.timing import GatedTimer
+    from matmul_toolkit_inductor.timing import GatedTimer, SlowClockError
 
     timer = GatedTimer(torch, torch.device("cuda", torch.cuda.current_device()))
     for r in records:
@@ -744,7 +749,13 @@ def isolated_aten_ms(torch: Any, records: list[dict[str, Any]], cache: dict[str,
                 fn: Callable[[], Any] = lambda: torch.addmm(bias, a, b)  # noqa: E731
             else:
                 fn = (lambda: torch.bmm(a, b)) if op == "bmm" else (lambda: torch.mm(a, b))
-            cache[key] = float(benchmarker.benchmark_gpu(fn)), min(timer.timed_runs(fn))
+            try:
+                gated: Optional[float] = min(timer.timed_runs(fn))
+            except SlowClockError as e:  # a GPU throttled after the model's heaviest GEMMs
+                print(f"{r['op']} {s['M']}x{s['N']}x{s['K']}: no time without the launch: {e}",
+                      file=sys.stderr)
+                gated = None
+            cache[key] = float(benchmarker.benchmark_gpu(fn)), gated
         if "aten" not in r["benchmark_ms"]:
             r["benchmark_ms"]["aten"] = cache[key][0]
             r["isolated_by"] = "suite (Inductor's benchmarker)"
@@ -985,8 +996,7 @@ class VariantRun:
         self.calls[length]()
         return timed_round(self.torch, self.calls[length], calls)
 
-    def profile(self, aten_cache: dict[str, tuple[float, float]], report: bool = True
-                ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+    def profile(self, aten_cache: AtenTimes, report: bool = True) -> tuple[dict[str, Any], AtenTimes]:
         """The in-graph report (static workloads; a dynamic one's records mix its lengths) and
         the host's time to issue a call beside the call's wall time (not for `report` False:
         a variant's other compiles, whose results keep neither), the kernels tuned at their
@@ -1277,7 +1287,7 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
         save()
         # Inductor's ATen timings are shared, but not with a variant whose settings change how
         # Inductor's benchmarker times (+noflush, +gated): it times its own, and keeps them.
-        aten_cache: dict[str, tuple[float, float]] = {}
+        aten_cache: AtenTimes = {}
         for v in variants:
             if v.name not in alive:
                 continue

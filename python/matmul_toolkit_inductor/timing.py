@@ -51,6 +51,11 @@ CLOCK_PROBE_CYCLES = 40_000
 TIMED_BUDGET_MS = 25.0
 
 
+class SlowClockError(RuntimeError):
+    """The SM clock stayed under CLOCK_FLOOR of its top through every wait: the times would
+    be another context's or a throttled GPU's, not the kernel's."""
+
+
 class GatedTimer:
     """Timed runs of calls on one GPU (see the module doc); counts what it had to redo."""
 
@@ -103,7 +108,7 @@ class GatedTimer:
             self.slowest_clock_mhz = min(self.slowest_clock_mhz, clock_mhz)
             if wait_ms is not None:
                 self.torch.cuda._sleep(int(wait_ms * SPIN_CYCLES_PER_MS))
-        raise RuntimeError(f"timing: the GPU's SM clock stayed at {clock_mhz:.0f} MHz, under "
+        raise SlowClockError(f"timing: the GPU's SM clock stayed at {clock_mhz:.0f} MHz, under "
                            f"{CLOCK_FLOOR:.0%} of its top {self.top_clock_mhz:.0f} MHz")
 
     def gated_runs(self, call: Callable[[], Any], runs: int) -> tuple[list[float], float]:
