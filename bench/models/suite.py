@@ -722,18 +722,19 @@ AtenTimes = dict[str, tuple[float, Optional[float]]]
 def isolated_aten_ms(torch: Any, records: list[dict[str, Any]], cache: AtenTimes) -> None:
     """For records that kept ATen: the ATen call alone on fresh operands of the problem's
     layout, timed by Inductor's benchmarker (benchmark_ms["aten"], where Inductor timed
-    nothing) and without the host's launch (gated_ms, timing.GatedTimer); both flush L2."""
+    nothing) and without the host's launch (gated_ms, timing.GatedTimer); both flush L2.
+    A problem whose time without the launch is missing (the clock stayed low) is timed again."""
     from torch._inductor.runtime.benchmarking import benchmarker
 
     from matmul_toolkit_inductor.dataset import parse_op_key
-    from matmul_toolkit_inductor.timing import GatedTimer, SlowClockError
+    from matmul_toolkit_inductor.timing import GatedTimer
 
     timer = GatedTimer(torch, torch.device("cuda", torch.cuda.current_device()))
     for r in records:
         if r.get("shape") is None or r.get("chosen") != "aten":
             continue
         s, key = r["shape"], f"{r['op']} {json.dumps(r['shape'], sort_keys=True)}"
-        if key not in cache:
+        if key not in cache or cache[key][1] is None:
             op, layout = parse_op_key(r["op"])
             dtype = getattr(torch, s["M_dtype"])
             batch = [s["B"]] if op == "bmm" else []
@@ -749,17 +750,25 @@ def isolated_aten_ms(torch: Any, records: list[dict[str, Any]], cache: AtenTimes
                 fn: Callable[[], Any] = lambda: torch.addmm(bias, a, b)  # noqa: E731
             else:
                 fn = (lambda: torch.bmm(a, b)) if op == "bmm" else (lambda: torch.mm(a, b))
-            try:
-                gated: Optional[float] = min(timer.timed_runs(fn))
-            except SlowClockError as e:  # a GPU throttled after the model's heaviest GEMMs
-                print(f"{r['op']} {s['M']}x{s['N']}x{s['K']}: no time without the launch: {e}",
-                      file=sys.stderr)
-                gated = None
-            cache[key] = float(benchmarker.benchmark_gpu(fn)), gated
+            benchmark_ms = cache[key][0] if key in cache else float(benchmarker.benchmark_gpu(fn))
+            cache[key] = benchmark_ms, gated_ms_or_none(timer, fn, key)
         if "aten" not in r["benchmark_ms"]:
             r["benchmark_ms"]["aten"] = cache[key][0]
             r["isolated_by"] = "suite (Inductor's benchmarker)"
         r["gated_ms"] = cache[key][1]
+
+
+def gated_ms_or_none(timer: Any, fn: Callable[[], Any], problem: str) -> Optional[float]:
+    """The fastest of `timer`'s runs of `fn`; None, said on stderr, where the SM clock stayed
+    low through the timer's waits (a GPU throttled after the model's heaviest GEMMs, or
+    another context on it): one problem's time is then missing, not the whole profile."""
+    from matmul_toolkit_inductor.timing import SlowClockError
+
+    try:
+        return min(timer.timed_runs(fn))
+    except SlowClockError as e:
+        print(f"{problem}: no time without the launch: {e}", file=sys.stderr)
+        return None
 
 
 def warm_up(torch: Any) -> None:

@@ -109,7 +109,7 @@ class GatedTimer:
             if wait_ms is not None:
                 self.torch.cuda._sleep(int(wait_ms * SPIN_CYCLES_PER_MS))
         raise SlowClockError(f"timing: the GPU's SM clock stayed at {clock_mhz:.0f} MHz, under "
-                           f"{CLOCK_FLOOR:.0%} of its top {self.top_clock_mhz:.0f} MHz")
+                             f"{CLOCK_FLOOR:.0%} of its top {self.top_clock_mhz:.0f} MHz")
 
     def gated_runs(self, call: Callable[[], Any], runs: int) -> tuple[list[float], float]:
         """`runs` timed runs enqueued behind a GPU spin (the gate), and the lower of the SM

@@ -526,6 +526,63 @@ def test_gemm_kernels_pair_with_the_lowered_gemms_in_order() -> None:
     assert [p["problem"] for p in G.disagreements(out["problems"])] == [first["problem"], second["problem"]]
 
 
+class FakeOperand:
+    """An operand of isolated_aten_ms's fake torch: only what it builds operands with."""
+
+    def to(self, dtype: Any) -> FakeOperand:
+        return self
+
+    def transpose(self, a: int, b: int) -> FakeOperand:
+        return self
+
+
+def test_a_clock_that_stays_low_costs_one_problems_time_without_the_launch(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from matmul_toolkit_inductor import timing
+
+    benchmarked: list[str] = []
+    fake_torch = types.SimpleNamespace(
+        bfloat16="bf16", device=lambda kind, index: (kind, index),
+        cuda=types.SimpleNamespace(current_device=lambda: 0), randn=lambda shape, device: FakeOperand(),
+        mm=lambda a, b: benchmarked.append("mm"), addmm=lambda bias, a, b: benchmarked.append("addmm"))
+    benchmarking = types.ModuleType("torch._inductor.runtime.benchmarking")
+    benchmarking.benchmarker = types.SimpleNamespace(  # type: ignore[attr-defined]
+        benchmark_gpu=lambda fn: (fn(), 0.050)[1])
+    for name in ("torch", "torch._inductor", "torch._inductor.runtime"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "torch._inductor.runtime.benchmarking", benchmarking)
+    slow = {"clock": True}
+
+    class Timer:
+        def __init__(self, torch: Any, device: Any) -> None:
+            pass
+
+        def timed_runs(self, fn: Any) -> list[float]:
+            fn()
+            if benchmarked[-1] == "addmm" and slow["clock"]:
+                raise timing.SlowClockError("timing: the GPU's SM clock stayed at 1462 MHz, under 75% of its top 1980 MHz")
+            return [0.032, 0.030, 0.031]
+
+    monkeypatch.setattr(timing, "GatedTimer", Timer)
+    records = [record("mm_nt", 64, 128, 256, aten=0.040), record("addmm_nt", 64, 128, 256),
+               record("mm_nt", 64, 128, 256, "triton", triton=0.020)]
+    cache: dict[str, Any] = {}
+    suite.isolated_aten_ms(fake_torch, records, cache)
+    assert records[0]["gated_ms"] == 0.030 and records[0]["benchmark_ms"] == {"aten": 0.040}
+    assert records[1]["gated_ms"] is None and records[1]["benchmark_ms"] == {"aten": 0.050}
+    assert "gated_ms" not in records[2]  # Triton ran there: no ATen call to time
+    err = capsys.readouterr().err
+    assert err.count("no time without the launch") == 1 and err.startswith("addmm_nt ")
+    assert G.report([("nvjet_x", 3.0), ("nvjet_x_bias", 4.0)], 1, records[:2])["problems"][1]["gated_us"] is None
+    # The next variant's profile times again only the problem that has no time yet.
+    slow["clock"] = False
+    benchmarked.clear()
+    records = [record("mm_nt", 64, 128, 256), record("addmm_nt", 64, 128, 256)]
+    suite.isolated_aten_ms(fake_torch, records, cache)
+    assert benchmarked == ["addmm"] and records[1]["gated_ms"] == 0.030
+    assert records[0]["benchmark_ms"] == {"aten": 0.050} and records[1]["benchmark_ms"] == {"aten": 0.050}
+
+
 def test_unpaired_gemm_kernels_are_reported_by_name() -> None:
     out = G.report([("nvjet_x", 3.0), ("nvjet_x", 4.0)], 1, [record("mm", 8, 8, 8)])
     assert "2 GEMM kernels in a call against 1 GEMMs lowered" in out["unattributed"]
