@@ -560,7 +560,7 @@ def test_a_clock_that_stays_low_costs_one_problems_time_without_the_launch(
         def timed_runs(self, fn: Any) -> list[float]:
             fn()
             if benchmarked[-1] == "addmm" and slow["clock"]:
-                raise timing.SlowClockError("timing: the GPU's SM clock stayed at 1462 MHz, under 75% of its top 1980 MHz")
+                raise timing.SlowClockError("timing: the GPU's SM clock stayed at 1462 MHz")
             return [0.032, 0.030, 0.031]
 
     monkeypatch.setattr(timing, "GatedTimer", Timer)
