@@ -35,7 +35,8 @@ A variant name may end in settings, each one suspect of the in-graph gap tested 
 +noepi (benchmark_epilogue_fusion off), +noflush (Inductor's benchmarker without its L2
 flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
 +biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
-+flexible (max_autotune_allow_flexible_layouts); and for ours, +outeraten (the model's picks
++flexible (max_autotune_allow_flexible_layouts), +atenonly (ATen the only GEMM backend: with
++biasaddmm, default's cuBLAS calls compiled in max_autotune_gemm's mode); and for ours, +outeraten (the model's picks
 for K = 1 GEMMs, the rotary embedding's outer products, on ATen: is the GPU's idle time beside
 them theirs?). +defaulttuned takes the compile lottery out of a comparison: the kernels
 Inductor tunes at their first run (pointwise block sizes) keep the configs default's compile
@@ -115,7 +116,7 @@ BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 MODEL_BASES = ("ours", "table")
 # The bases whose compile benchmarks every GEMM's choices: minutes, resumed across processes.
 AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
-SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten", "+defaulttuned")
+SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten", "+defaulttuned", "+atenonly")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 # What each compile of a variant keeps under "compiles" (--compiles)
@@ -148,6 +149,8 @@ class Variant:
             options["benchmark_epilogue_fusion"] = False
         if "+flexible" in self.settings:
             options["max_autotune_allow_flexible_layouts"] = True
+        if "+atenonly" in self.settings:
+            options["max_autotune_gemm_backends"] = "ATEN"
         return options
 
     def compile_kwargs(self) -> dict[str, Any]:
@@ -179,6 +182,8 @@ def parse_variant(text: str) -> Variant:
         raise UsageError("--variants", f"'{text}': default takes no settings (they change GEMM autotuning)")
     if base != "ours" and "+outeraten" in settings:
         raise UsageError("--variants", f"'{text}': +outeraten changes the model's picks inside ours only")
+    if base not in AUTOTUNING_BASES and "+atenonly" in settings:
+        raise UsageError("--variants", f"'{text}': +atenonly limits GEMM autotuning ({' and '.join(AUTOTUNING_BASES)})")
     if base in MODEL_BASES and "+biasaddmm" in settings:
         raise UsageError("--variants", f"'{text}': the model's policy names its ATen choices itself (the graph "
                                        "policy: bias_addmm alone)")
