@@ -34,7 +34,7 @@ FORMAT = "mmt-autotune-state-1"
 def kept_files(cache_dir: str) -> dict[str, str]:
     """Inductor's autotuning results under its cache folder, by relative path: the local
     autotune cache (cache/*) and every tuned kernel's *.best_config."""
-    return read_files(cache_dir, [*(Path(cache_dir) / "cache").glob("*"), *Path(cache_dir).rglob("*.best_config")])
+    return read_files(cache_dir, list((Path(cache_dir) / "cache").glob("*"))) | tuned_configs(cache_dir)
 
 
 def tuned_configs(cache_dir: str) -> dict[str, str]:

@@ -36,9 +36,10 @@ A variant name may end in settings, each one suspect of the in-graph gap tested 
 flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
 +biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
 +flexible (max_autotune_allow_flexible_layouts), +atenonly (ATen the only GEMM backend: with
-+biasaddmm, default's cuBLAS calls compiled in max_autotune_gemm's mode); and for ours, +outeraten (the model's picks
-for K = 1 GEMMs, the rotary embedding's outer products, on ATen: is the GPU's idle time beside
-them theirs?). +defaulttuned takes the compile lottery out of a comparison: the kernels
++biasaddmm, default's cuBLAS calls compiled in max_autotune_gemm's mode); and for ours,
++outeraten (the model's picks for K = 1 GEMMs, the rotary embedding's outer products, on ATen:
+is the GPU's idle time beside them theirs?). +defaulttuned takes the first-run draw out of a
+comparison (not all of the difference between compiles, 2026-12-06): the kernels
 Inductor tunes at their first run (pointwise block sizes) keep the configs default's compile
 of the same run kept, where the kernel is the same (its *.best_config files are put into the
 variant's fresh cache before it compiles; "default_tuned" counts those Inductor left as they
@@ -892,6 +893,7 @@ class VariantRun:
         """Compiles the variant (the first call at each length) and checks its outputs;
         `default_tuned`: the configs default's compile kept for its runtime-tuned kernels
         (autotune_state.tuned_configs), which +defaulttuned puts in place first."""
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
         from torch._inductor.utils import fresh_cache
 
         from matmul_toolkit_inductor import lut
@@ -902,8 +904,6 @@ class VariantRun:
         instance = self.instance
         hook = None
         self.stack.enter_context(fresh_cache())
-        from torch._inductor.runtime.cache_dir_utils import cache_dir
-
         if "+defaulttuned" in v.settings:
             if default_tuned is None:
                 raise RuntimeError("+defaulttuned: default did not compile in this run")
@@ -960,7 +960,8 @@ class VariantRun:
                     errors.append(relative_error(torch, out, refs[seq]))
                     del out
                     self.calls[str(seq)] = lambda at=at: at.call(compiled)  # type: ignore[misc]
-        if "+defaulttuned" in v.settings and default_tuned is not None:
+        if "+defaulttuned" in v.settings:
+            assert default_tuned is not None, "checked before the compile"
             result["default_tuned"] = autotune_state.reuse_of(default_tuned, autotune_state.tuned_configs(cache_dir()))
         result["graphs_compiled"] = dynamo_graphs(torch) - graphs_before
         result["cudagraph_skips"] = cudagraph_skips(torch) - skips_before
