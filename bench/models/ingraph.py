@@ -426,6 +426,15 @@ def _other_kernel_lines(base: dict[str, Any], other: dict[str, Any]) -> list[str
                for r in rows])
 
 
+def profiled_ms(result: dict[str, Any]) -> Optional[float]:
+    """The timed ms a call of what the profile ran: a dynamic workload's at the length it
+    was profiled at (its "ms" is the geomean over its lengths), another's "ms"."""
+    length = result.get("profiled_length")
+    if length is not None:
+        return (result.get("ms_by_length") or {}).get(str(length))
+    return result.get("ms")
+
+
 def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
     """The in-graph reports of a results document as text: per workload and variant the
     device time per category, then each GEMM problem's in-graph time beside Inductor's
@@ -436,7 +445,9 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
             report_ = result.get("in_graph") if isinstance(result, dict) else None
             if not report_:
                 continue
-            lines.append(f"== {name} / {variant}: {result.get('ms') or float('nan'):.3f} ms a call")
+            ms = profiled_ms(result)
+            at = f" at {result['profiled_length']} tokens" if "profiled_length" in result else ""
+            lines.append(f"== {name} / {variant}: {ms or float('nan'):.3f} ms a call{at}")
             if "error" in report_:
                 lines.append(f"   no report: {report_['error']}")
                 continue
@@ -448,14 +459,14 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
                 host, wall = result["host_us_a_call"], result["wall_us_a_call"]
                 host_notes += (f"; the host issues a call in {host:.0f} of its {wall:.0f} µs"
                                + (" (the host sets the pace)" if host >= HOST_BOUND * wall else ""))
-            if result.get("ms") and 0 < b["total"] <= 1000.0 * result["ms"]:
+            if ms and 0 < b["total"] <= 1000.0 * ms:
                 # The timed rounds' wall time beyond the profiled kernels: the GPU's waits, and
                 # whatever the kernels took more or less in the separate profiled round (the
                 # timeline below has no such mix)
-                beyond = 1000.0 * result["ms"] - b["total"]
+                beyond = 1000.0 * ms - b["total"]
                 lines.append(f"   the timed call {beyond:.1f} µs beyond the profiled kernels "
-                             f"({beyond / (1000.0 * result['ms']):.1%} of it)" + host_notes)
-            elif result.get("ms"):
+                             f"({beyond / (1000.0 * ms):.1%} of it)" + host_notes)
+            elif ms:
                 lines.append("   the profiled kernels took longer than the timed call (the profiler's overhead, "
                              "or a profile of another run): no idle time" + host_notes)
             t = report_.get("timeline")

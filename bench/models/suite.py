@@ -26,7 +26,8 @@ alike:
                      `matmul_toolkit export-lut --policy P` (default: the export-lut default),
                      installed with use_table; `table@POLICY` likewise
 A dynamic workload (llama_dynamic) compiles once with dynamic=True and runs at each of its
-sequence lengths: "ms" is the geomean over them, "ms_by_length" each.
+sequence lengths: "ms" is the geomean over them, "ms_by_length" each; its in-graph report is
+of the first length ("profiled_length"), the sizes its GEMMs were lowered and recorded at.
 Every variant records "graphs_compiled", how many graphs Dynamo compiled for the first calls
 (at every length), and "cudagraph_skips", how many graphs Inductor's CUDA graph trees skipped
 (their kernels launch from the host on every call; the log says why). Code that Inductor's
@@ -1012,19 +1013,21 @@ class VariantRun:
         return timed_round(self.torch, self.calls[length], calls)
 
     def profile(self, aten_cache: AtenTimes, report: bool = True) -> tuple[dict[str, Any], AtenTimes]:
-        """The in-graph report (static workloads; a dynamic one's records mix its lengths) and
-        the host's time to issue a call beside the call's wall time (not for `report` False:
-        a variant's other compiles, whose results keep neither), the kernels tuned at their
-        first run with the configs they kept, and whether timing made Dynamo compile again;
-        with the ATen timings, shared."""
+        """The in-graph report and the host's time to issue a call beside the call's wall time
+        (not for `report` False: a variant's other compiles, whose results keep neither), the
+        kernels tuned at their first run with the configs they kept, and whether timing made
+        Dynamo compile again; with the ATen timings, shared. A dynamic workload is profiled at
+        the length it compiled for: its GEMMs were lowered (and recorded) at that length's
+        sizes, Inductor's hints."""
         found: dict[str, Any] = {}
-        first = next(iter(self.calls.values()))
+        first = self.calls[str(self.w.seq)]
         if report:
             found["host_us_a_call"], found["wall_us_a_call"] = host_and_wall_us(self.torch, first,
                                                                                  2 * self.args.calls)
-        if report and self.args.profile_calls and len(self.calls) == 1:
-            call = next(iter(self.calls.values()))
-            spans = profiled_kernels(self.torch, call, self.args.profile_calls)
+        if report and self.args.profile_calls:
+            if self.w.lengths:
+                found["profiled_length"] = self.w.seq
+            spans = profiled_kernels(self.torch, first, self.args.profile_calls)
             isolated_aten_ms(self.torch, self.records, aten_cache)
             kernels = [(name, end - start) for name, start, end in spans]
             found["in_graph"] = ingraph.report(kernels, self.args.profile_calls, self.records, spans)

@@ -587,6 +587,34 @@ def test_a_clock_that_stays_low_costs_one_problems_time_without_the_launch(
     assert records[0]["benchmark_ms"] == {"aten": 0.050} and records[1]["benchmark_ms"] == {"aten": 0.050}
 
 
+def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+    runtime = types.ModuleType("torch._inductor.runtime.cache_dir_utils")
+    runtime.cache_dir = lambda: "/nonexistent"  # type: ignore[attr-defined]
+    for name in ("torch", "torch._inductor", "torch._inductor.runtime"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "torch._inductor.runtime.cache_dir_utils", runtime)
+    monkeypatch.setattr(suite, "host_and_wall_us", lambda torch, call, calls: (call(), (300.0, 700.0))[1])
+    monkeypatch.setattr(suite, "profiled_kernels", lambda torch, call, calls: (call(), [("nvjet_x", 0.0, 9.0)])[1])
+    monkeypatch.setattr(suite, "isolated_aten_ms", lambda torch, records, cache: None)
+    monkeypatch.setattr(suite, "dynamo_graphs", lambda torch: 1)
+    w = W.by_name(["llama_dynamic"])[0]
+    run = suite.VariantRun(None, types.SimpleNamespace(calls=10, profile_calls=1), w, suite.parse_variant("ours"))
+    run.graphs_compiled = 1
+    run.records = [record("mm_nt", 4 * w.seq, 2048, 2048)]
+    # The other lengths' calls were added after the compile length's, but any order will do.
+    run.calls = {str(seq): (lambda seq=seq: ran.append(str(seq))) for seq in reversed(w.lengths)}
+    found, _ = run.profile({})
+    assert set(ran) == {str(w.seq)} and found["profiled_length"] == w.seq
+    assert found["in_graph"]["gemm_kernels"] == 1
+    # The report sets the profile against the timed ms of that length, not the lengths' geomean.
+    result_ = result(2.0, 60.0) | found | {"ms_by_length": {str(w.seq): 0.010, "512": 4.0}}
+    lines = G.text({"workloads": {"llama_dynamic": {"ours": result_}}}).splitlines()
+    assert lines[0] == f"== llama_dynamic / ours: 0.010 ms a call at {w.seq} tokens"
+    assert lines[2].startswith("   the timed call 1.0 µs beyond the profiled kernels (10.0% of it)")
+
+
 def test_unpaired_gemm_kernels_are_reported_by_name() -> None:
     out = G.report([("nvjet_x", 3.0), ("nvjet_x", 4.0)], 1, [record("mm", 8, 8, 8)])
     assert "2 GEMM kernels in a call against 1 GEMMs lowered" in out["unattributed"]
