@@ -45,6 +45,8 @@ _OTHER_GEMM = re.compile(r"GroupProblemShape|grouped_gemm|grouped_mm", re.IGNORE
 _LIBRARY_GEMM = re.compile(r"nvjet|gemm|xmma|cutlass|cublas|Kernel2", re.IGNORECASE)
 _INDUCTOR_INDEX = re.compile(r"_\d+$")
 _KERNEL_DEFINITION = re.compile(r"^def (triton_\w+)\(", re.MULTILINE)
+# Inductor's generated program: its wrapper module defines `call` (a kernel's file does not)
+_WRAPPER_CALL = re.compile(r"^\s*def call\(", re.MULTILINE)
 # What Inductor writes beside a kept config about how it got it, not part of the config
 _TUNING_BOOKKEEPING = ("configs_hash", "found_by_coordesc", "time_taken_ms", "triton_cache_hash")
 _SPLIT_K_REDUCE = re.compile(r"splitKreduce|reduce_kernel.*splitK", re.IGNORECASE)
@@ -226,6 +228,23 @@ def runtime_tuned(cache_dir: str) -> list[dict[str, Any]]:
         config = {k: v for k, v in kept.items() if k not in _TUNING_BOOKKEEPING}
         found.append({"kernel": names[0] if names else path.stem, "config": config})
     return sorted(found, key=lambda r: r["kernel"])
+
+
+def generated_programs(cache_dir: str) -> dict[str, str]:
+    """The programs a compile generated: every wrapper module under its cache folder (the
+    Python file that defines `call`, with its kernels' sources inside), by file name. Two
+    variants' programs, diffed, show what a compile mode or a pick changed around the GEMMs:
+    copies, layouts, fusions; a dynamic graph's kernels take their sizes and strides as
+    arguments, so the same kernel source there can still run on other strides."""
+    found = {}
+    for path in sorted(Path(cache_dir).rglob("*.py")):
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _WRAPPER_CALL.search(text):
+            found[path.name] = text
+    return found
 
 
 def retuned_versus(base: dict[str, Any], other: dict[str, Any]) -> list[dict[str, Any]]:

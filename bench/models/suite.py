@@ -74,7 +74,8 @@ first calls (none is expected).
 
 Results: --results (default bench/models/results_h200.json), rewritten after every workload:
 {"device", "torch", ..., "workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}}, and per
-workload OUT/NAME/ (the shapeset of its GEMMs, the tables, the child's log). A workload already
+workload OUT/NAME/ (the shapeset of its GEMMs, the tables, the child's log, and code/VARIANT/
+the program each variant's profiled compile generated, to diff). A workload already
 in the results with every asked variant is kept (--fresh measures it again); a workload not
 expected to end within --budget seconds is left for a later run, and Ctrl-C keeps what is
 finished: a later run goes on.
@@ -1034,10 +1035,19 @@ class VariantRun:
         from torch._inductor.runtime.cache_dir_utils import cache_dir
 
         found["runtime_tuned"] = ingraph.runtime_tuned(cache_dir())
+        if report:
+            self.keep_programs(cache_dir())
         recompiled = dynamo_graphs(self.torch) - self.graphs_compiled
         if recompiled:
             found["recompiled_while_timed"] = recompiled
         return found, aten_cache
+
+    def keep_programs(self, cache: str) -> None:
+        """The compile's generated programs, into the workload's log folder (code/VARIANT/),
+        to be diffed against another variant's."""
+        folder = Path(self.args.out) / self.w.name / "code" / self.v.name
+        for name, text in ingraph.generated_programs(cache).items():
+            write_file_atomically(folder / name, text)
 
 
 def timed_round(torch: Any, call: Callable[[], Any], calls: int) -> float:

@@ -588,10 +588,14 @@ def test_a_clock_that_stays_low_costs_one_problems_time_without_the_launch(
 
 
 def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     ran: list[str] = []
+    cache = tmp_path / "cache"
+    (cache / "ab").mkdir(parents=True)
+    (cache / "ab" / "cabc.py").write_text("async_compile = AsyncCompile()\ndef call(args):\n    pass\n")
+    (cache / "ab" / "kernel.py").write_text("@triton.jit\ndef triton_poi_fused_mul_0(in_ptr0):\n    pass\n")
     runtime = types.ModuleType("torch._inductor.runtime.cache_dir_utils")
-    runtime.cache_dir = lambda: "/nonexistent"  # type: ignore[attr-defined]
+    runtime.cache_dir = lambda: str(cache)  # type: ignore[attr-defined]
     for name in ("torch", "torch._inductor", "torch._inductor.runtime"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "torch._inductor.runtime.cache_dir_utils", runtime)
@@ -600,7 +604,8 @@ def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
     monkeypatch.setattr(suite, "isolated_aten_ms", lambda torch, records, cache: None)
     monkeypatch.setattr(suite, "dynamo_graphs", lambda torch: 1)
     w = W.by_name(["llama_dynamic"])[0]
-    run = suite.VariantRun(None, types.SimpleNamespace(calls=10, profile_calls=1), w, suite.parse_variant("ours"))
+    args = types.SimpleNamespace(calls=10, profile_calls=1, out=str(tmp_path / "out"))
+    run = suite.VariantRun(None, args, w, suite.parse_variant("ours"))
     run.graphs_compiled = 1
     run.records = [record("mm_nt", 4 * w.seq, 2048, 2048)]
     # The other lengths' calls were added after the compile length's, but any order will do.
@@ -608,6 +613,9 @@ def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
     found, _ = run.profile({})
     assert set(ran) == {str(w.seq)} and found["profiled_length"] == w.seq
     assert found["in_graph"]["gemm_kernels"] == 1
+    # The generated program (the wrapper, not a kernel's file) is kept to be diffed.
+    kept = tmp_path / "out" / "llama_dynamic" / "code" / "ours"
+    assert [p.name for p in kept.iterdir()] == ["cabc.py"]
     # The report sets the profile against the timed ms of that length, not the lengths' geomean.
     result_ = result(2.0, 60.0) | found | {"ms_by_length": {str(w.seq): 0.010, "512": 4.0}}
     lines = G.text({"workloads": {"llama_dynamic": {"ours": result_}}}).splitlines()
