@@ -1044,10 +1044,14 @@ class VariantRun:
 
     def keep_programs(self, cache: str) -> None:
         """The compile's generated programs, into the workload's log folder (code/VARIANT/),
-        to be diffed against another variant's."""
+        to be diffed against another variant's. A copy for reading: one that cannot be
+        written costs a line, never the variant's measurement."""
         folder = Path(self.args.out) / self.w.name / "code" / self.v.name
-        for name, text in ingraph.generated_programs(cache).items():
-            write_file_atomically(folder / name, text)
+        try:
+            for name, text in ingraph.generated_programs(cache).items():
+                write_file_atomically(folder / name, text)
+        except (OSError, ValueError) as e:
+            print(f"{self.w.name}: {self.v.name}: generated program not kept: {e}", file=sys.stderr, flush=True)
 
 
 def timed_round(torch: Any, call: Callable[[], Any], calls: int) -> float:

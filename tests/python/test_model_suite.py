@@ -588,7 +588,7 @@ def test_a_clock_that_stays_low_costs_one_problems_time_without_the_launch(
 
 
 def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ran: list[str] = []
     cache = tmp_path / "cache"
     (cache / "ab").mkdir(parents=True)
@@ -616,6 +616,11 @@ def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
     # The generated program (the wrapper, not a kernel's file) is kept to be diffed.
     kept = tmp_path / "out" / "llama_dynamic" / "code" / "ours"
     assert [p.name for p in kept.iterdir()] == ["cabc.py"]
+    # A program that cannot be kept costs a line, not the profile.
+    (kept.parent / "ours@graph").write_text("a file where the folder goes")
+    run.v = suite.parse_variant("ours@graph")
+    assert run.profile({})[0]["in_graph"]["gemm_kernels"] == 1
+    assert "llama_dynamic: ours@graph: generated program not kept: " in capsys.readouterr().err
     # The report sets the profile against the timed ms of that length, not the lengths' geomean.
     result_ = result(2.0, 60.0) | found | {"ms_by_length": {str(w.seq): 0.010, "512": 4.0}}
     lines = G.text({"workloads": {"llama_dynamic": {"ours": result_}}}).splitlines()
