@@ -1034,9 +1034,10 @@ class VariantRun:
             found["in_graph"] = ingraph.report(kernels, self.args.profile_calls, self.records, spans)
         from torch._inductor.runtime.cache_dir_utils import cache_dir
 
-        found["runtime_tuned"] = ingraph.runtime_tuned(cache_dir())
+        cache = cache_dir()
+        found["runtime_tuned"] = ingraph.runtime_tuned(cache)
         if report:
-            self.keep_programs(cache_dir())
+            self.keep_programs(cache)
         recompiled = dynamo_graphs(self.torch) - self.graphs_compiled
         if recompiled:
             found["recompiled_while_timed"] = recompiled
