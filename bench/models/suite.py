@@ -60,7 +60,9 @@ rounds of back-to-back calls, CUDA events around each round and
 torch.compiler.cudagraph_mark_step_begin before each call. Round r runs every variant once,
 in an order rotated by r; each round starts with one untimed call and lasts at least --calls
 calls and about --round-ms (a decode step of 0.4 ms runs 63 calls a round: rounds of ten,
-4 ms each, spread by 25 %). Correctness: the first call's output (inference: logits or last
+4 ms each, spread by 25 %). Every variant's process issues its timed calls from the same CPU
+(timing_cpu, "timing_cpu"), and keeps the host's median ms a call to issue a round at each
+length ("host_ms_by_length": about "ms_by_length", the host set the pace). Correctness: the first call's output (inference: logits or last
 hidden state; training: the loss) against eager's, relative L2 error under the workload's
 tolerance (3e-2; 1e-1 for the mixture of experts, where default torch.compile itself is
 5.7e-2 from eager; a larger one marks the variant failed). Then, one variant at a time, one
@@ -123,7 +125,7 @@ SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outerat
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 # What each compile of a variant keeps under "compiles" (--compiles)
-COMPILE_KEYS = ("ms", "ms_by_length", "compile_s", "runtime_tuned", "error")
+COMPILE_KEYS = ("ms", "ms_by_length", "host_ms_by_length", "compile_s", "runtime_tuned", "error")
 SEED = 0
 
 
@@ -849,6 +851,8 @@ class VariantRun:
         self.refs: dict[int, Any] = {}
         self.eager: Any = None     # the eager reference's model, until its call is timed
         self.instance: Any = None  # the model this variant compiles
+        self.host_ms: dict[str, list[float]] = {}  # sequence length -> the host's ms a call, each round
+        self.timing_cpu: Optional[int] = None
 
     def prepare(self) -> None:
         """What is charged to no variant, and may run in every variant's process at once:
@@ -1001,7 +1005,12 @@ class VariantRun:
                                                 identity, cache_dir)
 
     def probe(self, length: str) -> float:
-        """Warm-up calls (the first records the CUDA graphs), then one round of --calls: ms a call."""
+        """Warm-up calls (the first records the CUDA graphs), then one round of --calls: ms a call.
+        From here on the process issues its calls from timing_cpu()."""
+        cpu = timing_cpu()
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+        self.timing_cpu = cpu
         for _ in range(WARM_UP_CALLS):
             self.torch.compiler.cudagraph_mark_step_begin()
             self.calls[length]()
@@ -1011,7 +1020,7 @@ class VariantRun:
         """One untimed call (another variant's process had the GPU), then `calls` timed: ms a call."""
         self.torch.compiler.cudagraph_mark_step_begin()
         self.calls[length]()
-        return timed_round(self.torch, self.calls[length], calls)
+        return timed_round(self.torch, self.calls[length], calls, self.host_ms.setdefault(length, []))
 
     def profile(self, aten_cache: AtenTimes, report: bool = True) -> tuple[dict[str, Any], AtenTimes]:
         """The in-graph report and the host's time to issue a call beside the call's wall time
@@ -1036,6 +1045,10 @@ class VariantRun:
 
         cache = cache_dir()
         found["runtime_tuned"] = ingraph.runtime_tuned(cache)
+        if self.host_ms:
+            found["host_ms_by_length"] = {length: median(times) for length, times in self.host_ms.items()}
+        if self.timing_cpu is not None:
+            found["timing_cpu"] = self.timing_cpu
         if report:
             self.keep_programs(cache)
         recompiled = dynamo_graphs(self.torch) - self.graphs_compiled
@@ -1055,17 +1068,32 @@ class VariantRun:
             print(f"{self.w.name}: {self.v.name}: generated program not kept: {e}", file=sys.stderr, flush=True)
 
 
-def timed_round(torch: Any, call: Callable[[], Any], calls: int) -> float:
-    """Milliseconds a call over `calls` back-to-back calls, between CUDA events."""
+def timed_round(torch: Any, call: Callable[[], Any], calls: int, host_ms: Optional[list[float]] = None) -> float:
+    """Milliseconds a call over `calls` back-to-back calls, between CUDA events; `host_ms`
+    gets the host's milliseconds a call to issue them (about equal: the host sets the pace)."""
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    began = time.perf_counter()
     start.record()
     for _ in range(calls):
         torch.compiler.cudagraph_mark_step_begin()
         call()
     end.record()
+    if host_ms is not None:
+        host_ms.append(1e3 * (time.perf_counter() - began) / calls)
     end.synchronize()
     return float(start.elapsed_time(end)) / calls
+
+
+def timing_cpu() -> Optional[int]:
+    """The one CPU that every variant's process issues its timed calls from (None where the
+    system cannot pin). Where the host sets the pace (a dynamic graph's 128 tokens) the host's
+    time a call moved by up to 3x between processes running the same program, with the
+    scheduler's choice of core as one suspect; one core for all takes that out. The highest
+    the process may use: CPU 0 takes the most interrupts."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return max(os.sched_getaffinity(0))
 
 
 def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: str) -> None:

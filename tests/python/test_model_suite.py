@@ -587,6 +587,61 @@ def test_a_clock_that_stays_low_costs_one_problems_time_without_the_launch(
     assert records[0]["benchmark_ms"] == {"aten": 0.050} and records[1]["benchmark_ms"] == {"aten": 0.050}
 
 
+def test_every_variant_times_from_one_cpu_and_keeps_the_hosts_time_at_each_length(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The timed calls are issued from timing_cpu() (the same in every variant's process), and
+    each round's host time a call goes into the profile's host_ms_by_length."""
+    pinned: list[set[int]] = []
+    monkeypatch.setattr(suite.os, "sched_getaffinity", lambda pid: {0, 1, 5, 3}, raising=False)
+    monkeypatch.setattr(suite.os, "sched_setaffinity", lambda pid, cpus: pinned.append(set(cpus)), raising=False)
+    assert suite.timing_cpu() == 5
+    monkeypatch.setattr(suite, "host_and_wall_us", lambda torch, call, calls: (300.0, 700.0))
+    monkeypatch.setattr(suite, "profiled_kernels", lambda torch, call, calls: [])
+    monkeypatch.setattr(suite, "dynamo_graphs", lambda torch: 0)
+    monkeypatch.setattr(suite.ingraph, "runtime_tuned", lambda cache: {})
+    monkeypatch.setattr(suite.ingraph, "generated_programs", lambda cache: {})
+    runtime = types.ModuleType("torch._inductor.runtime.cache_dir_utils")
+    runtime.cache_dir = lambda: str(tmp_path)  # type: ignore[attr-defined]
+    for name in ("torch", "torch._inductor", "torch._inductor.runtime"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "torch._inductor.runtime.cache_dir_utils", runtime)
+    # The host clock: 0.3 ms to issue a call at 128 tokens, 0.1 at 512.
+    clock = {"s": 0.0}
+    monkeypatch.setattr(suite.time, "perf_counter", lambda: clock["s"])
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            pass
+
+        def record(self) -> None:
+            pass
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: Any) -> float:
+            return 1.0
+
+    torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Event=Event, synchronize=lambda: None),
+        compiler=types.SimpleNamespace(cudagraph_mark_step_begin=lambda: None))
+    w = W.by_name(["llama_dynamic"])[0]
+    args = types.SimpleNamespace(calls=10, profile_calls=0, out=str(tmp_path / "out"))
+    run = suite.VariantRun(torch, args, w, suite.parse_variant("default"))
+    issue = {"128": 3e-4, "512": 1e-4}
+    run.calls = {length: (lambda length=length: clock.update(s=clock["s"] + issue[length])) for length in issue}
+    for length in issue:
+        run.probe(length)
+    assert pinned == [{5}, {5}]
+    for calls in (10, 20, 10):
+        for length in issue:
+            run.round(length, calls)
+    found, _ = run.profile({})
+    assert found["timing_cpu"] == 5
+    assert found["host_ms_by_length"] == {"128": pytest.approx(0.3), "512": pytest.approx(0.1)}
+    assert "host_ms_by_length" in suite.COMPILE_KEYS
+
+
 def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ran: list[str] = []
