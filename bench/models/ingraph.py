@@ -454,6 +454,22 @@ def profiled_ms(result: dict[str, Any]) -> Optional[float]:
     return result.get("ms")
 
 
+def host_in_rounds(result: dict[str, Any]) -> str:
+    """The timed rounds' host ms a call against their ms a call, at each length ("0.70 of 0.71
+    ms at 128 tokens (the host sets the pace), ..."); "" where the rounds kept no host time."""
+    host = result.get("host_ms_by_length") or {}
+    timed = result.get("ms_by_length") or {}
+    parts = []
+    for length, host_ms in host.items():
+        ms = timed.get(length, result.get("ms") if len(host) == 1 else None)
+        if not isinstance(ms, (int, float)) or not isinstance(host_ms, (int, float)) or ms <= 0:
+            continue
+        at = f" at {length} tokens" if timed else ""
+        pace = " (the host sets the pace)" if host_ms >= HOST_BOUND * ms else ""
+        parts.append(f"{host_ms:.3f} of {ms:.3f} ms{at}{pace}")
+    return ", ".join(parts)
+
+
 def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
     """The in-graph reports of a results document as text: per workload and variant the
     device time per category, then each GEMM problem's in-graph time beside Inductor's
@@ -488,6 +504,9 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
             elif ms:
                 lines.append("   the profiled kernels took longer than the timed call (the profiler's overhead, "
                              "or a profile of another run): no idle time" + host_notes)
+            host_rounds = host_in_rounds(result)
+            if host_rounds:
+                lines.append("   in the timed rounds the host issued a call in " + host_rounds)
             t = report_.get("timeline")
             if t:
                 lines.append(f"   in the profiled calls: span {t['span_us_a_call']:.1f} µs a call, kernels busy "

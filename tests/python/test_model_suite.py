@@ -677,10 +677,13 @@ def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
     assert run.profile({})[0]["in_graph"]["gemm_kernels"] == 1
     assert "llama_dynamic: ours@graph: generated program not kept: " in capsys.readouterr().err
     # The report sets the profile against the timed ms of that length, not the lengths' geomean.
-    result_ = result(2.0, 60.0) | found | {"ms_by_length": {str(w.seq): 0.010, "512": 4.0}}
+    result_ = result(2.0, 60.0) | found | {"ms_by_length": {str(w.seq): 0.010, "512": 4.0},
+                                           "host_ms_by_length": {str(w.seq): 0.0096, "512": 0.4}}
     lines = G.text({"workloads": {"llama_dynamic": {"ours": result_}}}).splitlines()
     assert lines[0] == f"== llama_dynamic / ours: 0.010 ms a call at {w.seq} tokens"
     assert lines[2].startswith("   the timed call 1.0 µs beyond the profiled kernels (10.0% of it)")
+    assert lines[3] == (f"   in the timed rounds the host issued a call in 0.010 of 0.010 ms at {w.seq} tokens "
+                        "(the host sets the pace), 0.400 of 4.000 ms at 512 tokens")
 
 
 def test_unpaired_gemm_kernels_are_reported_by_name() -> None:
