@@ -640,6 +640,14 @@ def test_every_variant_times_from_one_cpu_and_keeps_the_hosts_time_at_each_lengt
     assert found["timing_cpu"] == 5
     assert found["host_ms_by_length"] == {"128": pytest.approx(0.3), "512": pytest.approx(0.1)}
     assert "host_ms_by_length" in suite.COMPILE_KEYS
+    # Where pinning is refused, the calls are timed unpinned and the profile says none.
+
+    def refuse(pid: int, cpus: set[int]) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(suite.os, "sched_setaffinity", refuse, raising=False)
+    run.probe("128")
+    assert "timing_cpu" not in run.profile({})[0]
 
 
 def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
