@@ -62,8 +62,9 @@ in an order rotated by r; each round starts with one untimed call and lasts at l
 calls and about --round-ms (a decode step of 0.4 ms runs 63 calls a round: rounds of ten,
 4 ms each, spread by 25 %). Every variant's process issues its timed calls from the same CPU
 (timing_cpu, "timing_cpu"), and keeps the host's median ms a call to issue a round at each
-length ("host_ms_by_length": about "ms_by_length", the host set the pace). Correctness: the first call's output (inference: logits or last
-hidden state; training: the loss) against eager's, relative L2 error under the workload's
+length ("host_ms_by_length": about "ms_by_length", the host set the pace). Correctness: the
+first call's output (inference: logits or last hidden state; training: the loss) against
+eager's, relative L2 error under the workload's
 tolerance (3e-2; 1e-1 for the mixture of experts, where default torch.compile itself is
 5.7e-2 from eager; a larger one marks the variant failed). Then, one variant at a time, one
 profiled round (torch.profiler, --profile-calls calls): the in-graph report (ingraph.py):
