@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from autotune_state import tuned_configs
-from summary import same_run
+from summary import HOST_BOUND, same_run
 
 GEMM = "gemm"
 ATTENTION = "attention"
@@ -32,7 +32,6 @@ OTHER = "other"
 # same cuBLAS kernel differed by between two variants of one run (5 %, H200, 2026-12-02).
 VERSUS_TOLERANCE = 0.10
 CATEGORIES = (GEMM, ATTENTION, CONVOLUTION, OTHER_GEMM, OTHER)
-HOST_BOUND = 0.9  # the host's issue time over the wall time from which the host sets the pace
 GAPS_KEPT = 5  # the longest waits between kernels a report keeps
 OTHER_KERNELS_KEPT = 12  # the costliest non-GEMM kernels a report keeps
 

@@ -16,6 +16,9 @@ TARGETS = {"speed_vs_default_min": 0.99, "speed_vs_default_geomean": 1.03,
            "speed_vs_max_autotune_min": 1.00, "compile_vs_default_max": 1.3}
 
 
+# The host's time to issue a call over the call's time from which the host sets the pace.
+HOST_BOUND = 0.9
+
 # How a run's environment says that its variants' rounds took turns (suite.environment's
 # "timing"): round r of each variant then ran side by side, and the rounds pair up.
 TURNS = "rounds taking turns"
@@ -122,6 +125,30 @@ def compile_spread(results: dict[str, dict[str, Any]], variant: str,
             "reference_low": base / max(theirs), "reference_high": base / min(theirs), "compiles": len(mine)}
 
 
+def host_paced(result: dict[str, Any], length: str) -> bool:
+    """Whether the host set the pace of `result`'s timed rounds at `length`: it took at least
+    HOST_BOUND of a call's time to issue a call ("host_ms_by_length")."""
+    host = (result.get("host_ms_by_length") or {}).get(length)
+    ms = (result.get("ms_by_length") or {}).get(length)
+    return isinstance(host, (int, float)) and isinstance(ms, (int, float)) and 0 < ms <= host / HOST_BOUND
+
+
+def speeds_by_length(results: dict[str, dict[str, Any]], variant: str,
+                     reference: str) -> Optional[dict[str, dict[str, Any]]]:
+    """A dynamic workload's speed against `reference` at each sequence length, where both ran
+    in one run, and whether the host set the pace of either there: at such a length the ratio
+    compares the two processes' hosts, not their programs (2026-12-06: three processes with
+    the same program, 0.710 to 0.881 ms a call)."""
+    v, r = results.get(variant), results.get(reference)
+    if not same_run(v, r) or v is None or r is None:
+        return None
+    mine, theirs = v.get("ms_by_length") or {}, r.get("ms_by_length") or {}
+    speeds = {length: {"speed": theirs[length] / ms, "host_paced": host_paced(v, length) or host_paced(r, length)}
+              for length, ms in mine.items()
+              if isinstance(ms, (int, float)) and ms > 0 and isinstance(theirs.get(length), (int, float))}
+    return speeds or None
+
+
 def variant_names(document: dict[str, Any]) -> list[str]:
     """Every variant in the document, default first, max-autotune second, then first-seen order."""
     names: dict[str, None] = {DEFAULT: None, MAX_AUTOTUNE: None}
@@ -150,7 +177,8 @@ def summarize(document: dict[str, Any]) -> dict[str, Any]:
                           "compile_vs_max_autotune": vs_autotune["compile"] if vs_autotune else None,
                           "device_vs_default": device_speed(results, variant, DEFAULT),
                           "rounds_vs_default": paired_speed(document, results, variant, DEFAULT),
-                          "compiles_vs_default": compile_spread(results, variant, DEFAULT)}
+                          "compiles_vs_default": compile_spread(results, variant, DEFAULT),
+                          "lengths_vs_default": speeds_by_length(results, variant, DEFAULT)}
         column: dict[str, list[float]] = {key: [v for r in rows.values() if (v := r[key]) is not None]
                   for key in ("speed_vs_default", "compile_vs_default", "speed_vs_max_autotune",
                               "compile_vs_max_autotune", "device_vs_default")}
@@ -208,7 +236,9 @@ def table(document: dict[str, Any]) -> str:
     of the round-by-round ratios where the rounds took turns (their median may differ from
     the ratio of the medians, which can lie at the band's edge), and with several compiles
     (--compiles) the speed of its slowest and fastest compile against default's median,
-    beside default's own compiles' ("compiles 0.95-1.00, default's 0.97-1.01")."""
+    beside default's own compiles' ("compiles 0.95-1.00, default's 0.97-1.01"), and for a
+    dynamic workload the speed at each length, marked where the host set the pace
+    ("(128: 0.776, host-paced; 256: 0.999; 512: 1.002)")."""
     variants = variant_names(document)
     header = ["workload"] + [f"{v}: ms, compile s" for v in variants] + \
              [f"{v} speed vs default / vs max-autotune" for v in variants if v != DEFAULT]
@@ -234,6 +264,10 @@ def table(document: dict[str, Any]) -> str:
             if spread:
                 noise += (f", compiles {spread['low']:.3f}-{spread['high']:.3f}, default's "
                           f"{spread['reference_low']:.3f}-{spread['reference_high']:.3f}")
+            lengths = speeds_by_length(results, v, DEFAULT)
+            if lengths:
+                noise += " (" + "; ".join(f"{length}: {s['speed']:.3f}" + (", host-paced" if s["host_paced"] else "")
+                                          for length, s in lengths.items()) + ")"
             cells.append(f"{fmt(d['speed'] if d else None)}{noise} / {fmt(a['speed'] if a else None)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

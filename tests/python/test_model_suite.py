@@ -325,6 +325,30 @@ def test_the_table_lists_every_variant_with_its_speeds() -> None:
     assert "| a | 2.000, 10.0 | 2.500, 100.0 | 1.600, 12.0 | 0.800 / – | 1.250 / 1.562 |" in lines
 
 
+def test_a_dynamic_workload_shows_its_speed_at_each_length_and_where_the_host_set_the_pace() -> None:
+    def dynamic(by_length: dict[str, float], host: dict[str, float], run: str = "r1") -> dict[str, Any]:
+        return result(S.geomean(list(by_length.values())) or 0.0, 60.0, run=run, ms_by_length=by_length,
+                      host_ms_by_length=host)
+
+    document = {"workloads": {"d": {
+        "default": dynamic({"128": 0.71, "512": 2.046}, {"128": 0.70, "512": 0.50}),
+        "ours": dynamic({"128": 0.915, "512": 2.041}, {"128": 0.90, "512": 0.52}),
+        # The host took 0.6 of 0.71 ms at 128 tokens in this one's rounds: not its pace.
+        "mode": dynamic({"128": 0.71, "512": 2.0}, {"128": 0.60, "512": 0.5}),
+        "elsewhere": dynamic({"128": 0.71, "512": 2.0}, {}, run="r2"),
+    }}}
+    rows = S.summarize(document)
+    lengths = rows["ours"]["workloads"]["d"]["lengths_vs_default"]
+    assert lengths["128"] == {"speed": pytest.approx(0.71 / 0.915), "host_paced": True}
+    assert lengths["512"] == {"speed": pytest.approx(2.046 / 2.041), "host_paced": False}
+    # Either side's host setting the pace marks the length.
+    assert rows["mode"]["workloads"]["d"]["lengths_vs_default"]["128"]["host_paced"] is True
+    assert rows["elsewhere"]["workloads"]["d"]["lengths_vs_default"] is None  # another run
+    assert "(128: 0.776, host-paced; 512: 1.002)" in S.table(document)
+    assert not S.host_paced(document["workloads"]["d"]["mode"], "128")
+    assert not S.host_paced({"host_ms_by_length": {"128": 0.7}}, "128")  # no time a call to set it against
+
+
 def test_several_compiles_show_the_variants_spread_beside_defaults_own() -> None:
     def compiled(ms: float, each: list[float], run: str = "r1") -> dict[str, Any]:
         return result(ms, 5.0, run=run, compiles=[{"ms": x, "compile_s": 5.0} for x in each])
