@@ -477,11 +477,17 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
     for name, variants in document.get("workloads", {}).items():
         for variant, result in variants.items():
             report_ = result.get("in_graph") if isinstance(result, dict) else None
-            if not report_:
+            host_rounds = host_in_rounds(result) if isinstance(result, dict) else ""
+            if not report_ and not host_rounds:
                 continue
             ms = profiled_ms(result)
             at = f" at {result['profiled_length']} tokens" if "profiled_length" in result else ""
             lines.append(f"== {name} / {variant}: {ms or float('nan'):.3f} ms a call{at}")
+            if host_rounds:
+                lines.append("   in the timed rounds the host issued a call in " + host_rounds)
+            if not report_:
+                lines.append("   no in-graph report (not profiled)")
+                continue
             if "error" in report_:
                 lines.append(f"   no report: {report_['error']}")
                 continue
@@ -503,9 +509,6 @@ def text(document: dict[str, Any], tolerance: float = 0.15) -> str:
             elif ms:
                 lines.append("   the profiled kernels took longer than the timed call (the profiler's overhead, "
                              "or a profile of another run): no idle time" + host_notes)
-            host_rounds = host_in_rounds(result)
-            if host_rounds:
-                lines.append("   in the timed rounds the host issued a call in " + host_rounds)
             t = report_.get("timeline")
             if t:
                 lines.append(f"   in the profiled calls: span {t['span_us_a_call']:.1f} µs a call, kernels busy "

@@ -212,8 +212,8 @@ def compile_copies(variants: list[Variant], compiles: int) -> list[Variant]:
 def fold_compiles(results: dict[str, dict[str, Any]], variants: list[Variant], compiles: int,
                   dynamic: bool) -> dict[str, dict[str, Any]]:
     """One result per variant from its compiles' (the first compile's, with "compiles": each
-    compile's runtime, compile time and runtime-tuned kernels, and "ms" and "compile_s" the
-    medians over them). Several compiles of a variant differ by what Inductor tuned at their
+    compile's runtime, host time, compile time and runtime-tuned kernels, and "ms",
+    "ms_by_length", "host_ms_by_length" and "compile_s" the medians over them). Several compiles of a variant differ by what Inductor tuned at their
     first run; any compile's error is the variant's. With one compile, the results as they are."""
     if compiles == 1:
         return dict(results)
@@ -236,6 +236,11 @@ def fold_compiles(results: dict[str, dict[str, Any]], variants: list[Variant], c
                 result["ms"] = summary.geomean(list(result["ms_by_length"].values()))
             else:
                 result["ms"] = median([r["ms"] for r in timed])
+            # The host's time a call, set against the medians' ms a call: its median too.
+            hosts = [r["host_ms_by_length"] for r in timed if r.get("host_ms_by_length")]
+            if hosts:
+                result["host_ms_by_length"] = {length: median([h[length] for h in hosts if length in h])
+                                               for length in hosts[0]}
         compiled = [r["compile_s"] for r in found if isinstance(r.get("compile_s"), (int, float))]
         if compiled and not errors:
             result["compile_s"] = median(compiled)
@@ -853,7 +858,8 @@ class VariantRun:
         self.eager: Any = None     # the eager reference's model, until its call is timed
         self.instance: Any = None  # the model this variant compiles
         self.host_ms: dict[str, list[float]] = {}  # sequence length -> the host's ms a call, each round
-        self.timing_cpu: Optional[int] = None
+        self.timing_cpu: Optional[int] = None  # the CPU the timed calls were issued from, once pinned
+        self.unpinned: Optional[set[int]] = None  # the CPUs before pinning (None: not tried yet)
 
     def prepare(self) -> None:
         """What is charged to no variant, and may run in every variant's process at once:
@@ -1007,20 +1013,45 @@ class VariantRun:
 
     def probe(self, length: str) -> float:
         """Warm-up calls (the first records the CUDA graphs), then one round of --calls: ms a call.
-        From here on the process issues its calls from timing_cpu()."""
-        cpu = timing_cpu()
-        if cpu is not None:
-            try:
-                os.sched_setaffinity(0, {cpu})
-            except OSError as e:  # a container that forbids it: timed unpinned, and said so
-                print(f"{self.w.name}: {self.v.name}: timed calls not pinned to CPU {cpu}: {e}",
-                      file=sys.stderr, flush=True)
-                cpu = None
-        self.timing_cpu = cpu
+        From here to the profile the process issues its calls from timing_cpu()."""
+        self.pin_to_timing_cpu()
         for _ in range(WARM_UP_CALLS):
             self.torch.compiler.cudagraph_mark_step_begin()
             self.calls[length]()
         return timed_round(self.torch, self.calls[length], self.args.calls)
+
+    def pin_to_timing_cpu(self) -> None:
+        """Issues the calls from timing_cpu() until unpin() (once; where pinning is refused,
+        timed unpinned, said once)."""
+        if self.unpinned is not None:
+            return
+        self.unpinned = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
+        cpu = timing_cpu()
+        if cpu is None:
+            return
+        try:
+            os.sched_setaffinity(0, {cpu})
+            self.timing_cpu = cpu
+        except OSError as e:  # a container that forbids it
+            print(f"{self.w.name}: {self.v.name}: timed calls not pinned to CPU {cpu}: {e}", file=sys.stderr,
+                  flush=True)
+
+    def unpin(self) -> None:
+        """Every CPU again, for what follows the rounds (the profiler's threads, the isolated
+        benchmarks)."""
+        if self.timing_cpu is not None and self.unpinned:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, self.unpinned)
+
+    def host_times(self) -> dict[str, Any]:
+        """The rounds' host time a call at each length (median) and the CPU they were issued
+        from, asked for after the rounds: kept even where the profile fails."""
+        found: dict[str, Any] = {}
+        if self.host_ms:
+            found["host_ms_by_length"] = {length: median(times) for length, times in self.host_ms.items()}
+        if self.timing_cpu is not None:
+            found["timing_cpu"] = self.timing_cpu
+        return found
 
     def round(self, length: str, calls: int) -> float:
         """One untimed call (another variant's process had the GPU), then `calls` timed: ms a call."""
@@ -1035,6 +1066,7 @@ class VariantRun:
         Dynamo compile again; with the ATen timings, shared. A dynamic workload is profiled at
         the length it compiled for: its GEMMs were lowered (and recorded) at that length's
         sizes, Inductor's hints."""
+        self.unpin()
         found: dict[str, Any] = {}
         first = self.calls[str(self.w.seq)]
         if report:
@@ -1051,10 +1083,6 @@ class VariantRun:
 
         cache = cache_dir()
         found["runtime_tuned"] = ingraph.runtime_tuned(cache)
-        if self.host_ms:
-            found["host_ms_by_length"] = {length: median(times) for length, times in self.host_ms.items()}
-        if self.timing_cpu is not None:
-            found["timing_cpu"] = self.timing_cpu
         if report:
             self.keep_programs(cache)
         recompiled = dynamo_graphs(self.torch) - self.graphs_compiled
@@ -1104,7 +1132,7 @@ def timing_cpu() -> Optional[int]:
 
 def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: str) -> None:
     """A variant's process: answers the workload's process ("prepare", "eager_call_ms",
-    "compile", "probe", "round", "profile", "close") until closed; a request that fails is
+    "compile", "probe", "round", "host_times", "profile", "close") until closed; a request that fails is
     answered {"failure": ...}."""
     import traceback
 
@@ -1349,6 +1377,8 @@ def child_main(args: argparse.Namespace, start: Callable[..., Any] = VariantProc
                 alive.pop(name).close()
                 continue
             fill_runtime(result, {length: times[(name, length)] for length in lengths}, bool(w.lengths))
+            with contextlib.suppress(VariantFailed):
+                result.update(alive[name].request("host_times"))
             print(f"{w.name}: {name}: {json.dumps({k: result.get(k) for k in ('ms', 'compile_s', 'error')})}",
                   flush=True)
         save()

@@ -125,27 +125,35 @@ def compile_spread(results: dict[str, dict[str, Any]], variant: str,
             "reference_low": base / max(theirs), "reference_high": base / min(theirs), "compiles": len(mine)}
 
 
-def host_paced(result: dict[str, Any], length: str) -> bool:
+def host_paced(result: dict[str, Any], length: str) -> Optional[bool]:
     """Whether the host set the pace of `result`'s timed rounds at `length`: it took at least
-    HOST_BOUND of a call's time to issue a call ("host_ms_by_length")."""
+    HOST_BOUND of a call's time to issue a call ("host_ms_by_length"); None where the rounds
+    kept no host time (runs before 2026-12-06's sixth session)."""
     host = (result.get("host_ms_by_length") or {}).get(length)
     ms = (result.get("ms_by_length") or {}).get(length)
-    return isinstance(host, (int, float)) and isinstance(ms, (int, float)) and 0 < ms <= host / HOST_BOUND
+    if not isinstance(host, (int, float)) or not isinstance(ms, (int, float)) or ms <= 0:
+        return None
+    return host >= HOST_BOUND * ms
 
 
 def speeds_by_length(results: dict[str, dict[str, Any]], variant: str,
                      reference: str) -> Optional[dict[str, dict[str, Any]]]:
     """A dynamic workload's speed against `reference` at each sequence length, where both ran
-    in one run, and whether the host set the pace of either there: at such a length the ratio
-    compares the two processes' hosts, not their programs (2026-12-06: three processes with
-    the same program, 0.710 to 0.881 ms a call)."""
+    in one run, and whether the host set the pace of either there (None: not known, a side
+    kept no host time): at such a length the ratio compares the two processes' hosts, not
+    their programs (2026-12-06: three processes with the same program, 0.710 to 0.881 ms a
+    call)."""
     v, r = results.get(variant), results.get(reference)
     if not same_run(v, r) or v is None or r is None:
         return None
     mine, theirs = v.get("ms_by_length") or {}, r.get("ms_by_length") or {}
-    speeds = {length: {"speed": theirs[length] / ms, "host_paced": host_paced(v, length) or host_paced(r, length)}
-              for length, ms in mine.items()
-              if isinstance(ms, (int, float)) and ms > 0 and isinstance(theirs.get(length), (int, float))}
+    speeds = {}
+    for length, ms in mine.items():
+        if not (isinstance(ms, (int, float)) and ms > 0 and isinstance(theirs.get(length), (int, float))):
+            continue
+        paced = (host_paced(v, length), host_paced(r, length))
+        speeds[length] = {"speed": theirs[length] / ms,
+                          "host_paced": True if True in paced else (None if None in paced else False)}
     return speeds or None
 
 
@@ -268,6 +276,8 @@ def table(document: dict[str, Any]) -> str:
             if lengths:
                 noise += " (" + "; ".join(f"{length}: {s['speed']:.3f}" + (", host-paced" if s["host_paced"] else "")
                                           for length, s in lengths.items()) + ")"
+                if any(s["host_paced"] is None for s in lengths.values()):
+                    noise += " host time not kept"
             cells.append(f"{fmt(d['speed'] if d else None)}{noise} / {fmt(a['speed'] if a else None)}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

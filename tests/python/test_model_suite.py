@@ -344,9 +344,15 @@ def test_a_dynamic_workload_shows_its_speed_at_each_length_and_where_the_host_se
     # Either side's host setting the pace marks the length.
     assert rows["mode"]["workloads"]["d"]["lengths_vs_default"]["128"]["host_paced"] is True
     assert rows["elsewhere"]["workloads"]["d"]["lengths_vs_default"] is None  # another run
-    assert "(128: 0.776, host-paced; 512: 1.002)" in S.table(document)
-    assert not S.host_paced(document["workloads"]["d"]["mode"], "128")
-    assert not S.host_paced({"host_ms_by_length": {"128": 0.7}}, "128")  # no time a call to set it against
+    assert "(128: 0.776, host-paced; 512: 1.002) /" in S.table(document)
+    assert S.host_paced(document["workloads"]["d"]["mode"], "128") is False
+    # Not known: no time a call to set the host's against, or no host time kept (older runs).
+    assert S.host_paced({"host_ms_by_length": {"128": 0.7}}, "128") is None
+    older = {"d": {"default": dynamic({"128": 0.71, "512": 2.0}, {}), "ours": document["workloads"]["d"]["ours"]}}
+    assert S.speeds_by_length(older["d"], "ours", "default") == {
+        "128": {"speed": pytest.approx(0.71 / 0.915), "host_paced": True},
+        "512": {"speed": pytest.approx(2.0 / 2.041), "host_paced": None}}
+    assert "(128: 0.776, host-paced; 512: 0.980) host time not kept /" in S.table({"workloads": older})
 
 
 def test_several_compiles_show_the_variants_spread_beside_defaults_own() -> None:
@@ -612,15 +618,14 @@ def test_a_clock_that_stays_low_costs_one_problems_time_without_the_launch(
 
 
 def test_every_variant_times_from_one_cpu_and_keeps_the_hosts_time_at_each_length(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The timed calls are issued from timing_cpu() (the same in every variant's process), and
-    each round's host time a call goes into the profile's host_ms_by_length."""
-    pinned: list[set[int]] = []
-    monkeypatch.setattr(suite.os, "sched_getaffinity", lambda pid: {0, 1, 5, 3}, raising=False)
-    monkeypatch.setattr(suite.os, "sched_setaffinity", lambda pid, cpus: pinned.append(set(cpus)), raising=False)
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The timed calls are issued from timing_cpu() (the same in every variant's process) until
+    the profile, and host_times() gives each length's median host time a call over the rounds."""
+    affinity = [{0, 1, 5, 3}]
+    monkeypatch.setattr(suite.os, "sched_getaffinity", lambda pid: set(affinity[-1]), raising=False)
+    monkeypatch.setattr(suite.os, "sched_setaffinity", lambda pid, cpus: affinity.append(set(cpus)), raising=False)
     assert suite.timing_cpu() == 5
     monkeypatch.setattr(suite, "host_and_wall_us", lambda torch, call, calls: (300.0, 700.0))
-    monkeypatch.setattr(suite, "profiled_kernels", lambda torch, call, calls: [])
     monkeypatch.setattr(suite, "dynamo_graphs", lambda torch: 0)
     monkeypatch.setattr(suite.ingraph, "runtime_tuned", lambda cache: {})
     monkeypatch.setattr(suite.ingraph, "generated_programs", lambda cache: {})
@@ -629,8 +634,7 @@ def test_every_variant_times_from_one_cpu_and_keeps_the_hosts_time_at_each_lengt
     for name in ("torch", "torch._inductor", "torch._inductor.runtime"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "torch._inductor.runtime.cache_dir_utils", runtime)
-    # The host clock: 0.3 ms to issue a call at 128 tokens, 0.1 at 512.
-    clock = {"s": 0.0}
+    clock = {"s": 0.0}  # the host's clock, moved by each call
     monkeypatch.setattr(suite.time, "perf_counter", lambda: clock["s"])
 
     class Event:
@@ -652,26 +656,34 @@ def test_every_variant_times_from_one_cpu_and_keeps_the_hosts_time_at_each_lengt
     w = W.by_name(["llama_dynamic"])[0]
     args = types.SimpleNamespace(calls=10, profile_calls=0, out=str(tmp_path / "out"))
     run = suite.VariantRun(torch, args, w, suite.parse_variant("default"))
-    issue = {"128": 3e-4, "512": 1e-4}
+    issue = {"128": 9e-3, "512": 9e-3}  # the probe's calls: slow, and no part of the rounds' host time
     run.calls = {length: (lambda length=length: clock.update(s=clock["s"] + issue[length])) for length in issue}
     for length in issue:
         run.probe(length)
-    assert pinned == [{5}, {5}]
-    for calls in (10, 20, 10):
+    assert affinity[1:] == [{5}]  # pinned once
+    # Three rounds a length, issued in 0.3, 0.5 and 0.2 ms a call at 128 tokens: median 0.3.
+    for per_call in ({"128": 3e-4, "512": 1e-4}, {"128": 5e-4, "512": 1e-4}, {"128": 2e-4, "512": 4e-4}):
+        issue.update(per_call)
         for length in issue:
-            run.round(length, calls)
-    found, _ = run.profile({})
-    assert found["timing_cpu"] == 5
-    assert found["host_ms_by_length"] == {"128": pytest.approx(0.3), "512": pytest.approx(0.1)}
-    assert "host_ms_by_length" in suite.COMPILE_KEYS
-    # Where pinning is refused, the calls are timed unpinned and the profile says none.
+            run.round(length, 10)
+    assert run.host_times() == {"host_ms_by_length": {"128": pytest.approx(0.3), "512": pytest.approx(0.1)},
+                                "timing_cpu": 5}
+    # The profile runs on every CPU again.
+    run.profile({})
+    assert affinity[-1] == {0, 1, 5, 3}
+    # Where pinning is refused, the calls are timed unpinned: said once, and no timing_cpu.
 
     def refuse(pid: int, cpus: set[int]) -> None:
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(suite.os, "sched_setaffinity", refuse, raising=False)
-    run.probe("128")
-    assert "timing_cpu" not in run.profile({})[0]
+    refused = suite.VariantRun(torch, args, w, suite.parse_variant("ours"))
+    refused.calls = run.calls
+    for length in issue:
+        refused.probe(length)
+    refused.round("128", 10)
+    assert capsys.readouterr().err.count("timed calls not pinned to CPU 5") == 1
+    assert "timing_cpu" not in refused.host_times() and "128" in refused.host_times()["host_ms_by_length"]
 
 
 def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
@@ -713,9 +725,14 @@ def test_a_dynamic_workload_is_profiled_at_the_length_its_gemms_were_lowered_at(
                                            "host_ms_by_length": {str(w.seq): 0.0096, "512": 0.4}}
     lines = G.text({"workloads": {"llama_dynamic": {"ours": result_}}}).splitlines()
     assert lines[0] == f"== llama_dynamic / ours: 0.010 ms a call at {w.seq} tokens"
-    assert lines[2].startswith("   the timed call 1.0 µs beyond the profiled kernels (10.0% of it)")
-    assert lines[3] == (f"   in the timed rounds the host issued a call in 0.010 of 0.010 ms at {w.seq} tokens "
+    assert lines[1] == (f"   in the timed rounds the host issued a call in 0.010 of 0.010 ms at {w.seq} tokens "
                         "(the host sets the pace), 0.400 of 4.000 ms at 512 tokens")
+    assert lines[3].startswith("   the timed call 1.0 µs beyond the profiled kernels (10.0% of it)")
+    # A result with host times and no profile still shows them.
+    unprofiled = {"ms": 2.0, "ms_by_length": {"128": 1.0}, "host_ms_by_length": {"128": 0.5}}
+    assert G.text({"workloads": {"llama_dynamic": {"ours": unprofiled}}}).splitlines()[1:] == [
+        "   in the timed rounds the host issued a call in 0.500 of 1.000 ms at 128 tokens",
+        "   no in-graph report (not profiled)"]
 
 
 def test_unpaired_gemm_kernels_are_reported_by_name() -> None:
@@ -1202,6 +1219,9 @@ class FakeVariantProcess:
         if what == "round":
             times = {"ours": 0.9, "ours~2": 0.8, "ours~3": 1.2}
             return times.get(self.name, 1.0 if self.name.startswith("default") else 1.1)
+        if what == "host_times":
+            hosts = {"ours": 0.5, "ours~2": 0.4, "ours~3": 0.7}
+            return {"host_ms_by_length": {"128": hosts.get(self.name, 0.3)}, "timing_cpu": 15}
         if what == "profile":
             FakeVariantProcess.log.append(f"report {self.name} {params[1]}")
             cache = dict(params[0])
@@ -1272,6 +1292,9 @@ def test_each_compile_of_a_variant_is_a_process_and_the_variant_their_median(tmp
     ours = variants["ours"]
     assert [c["ms"] for c in ours["compiles"]] == pytest.approx([0.9, 0.8, 1.2])
     assert ours["ms"] == pytest.approx(0.9) and ours["compile_s"] == pytest.approx(4.0)
+    # The host's time a call: each compile's, and their median beside the median ms.
+    assert [c["host_ms_by_length"]["128"] for c in ours["compiles"]] == pytest.approx([0.5, 0.4, 0.7])
+    assert ours["host_ms_by_length"] == {"128": pytest.approx(0.5)} and ours["timing_cpu"] == 15
     assert len(ours["rounds_ms"]) == 6  # the first compile's rounds, paired with default's first
     assert variants["default"]["ms"] == pytest.approx(1.0) and ours["default_ms"] == pytest.approx(1.0)
     assert sorted(FakeVariantProcess.closed) == sorted(["default", "ours", "default~2", "ours~2", "default~3", "ours~3"])
