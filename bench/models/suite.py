@@ -213,8 +213,9 @@ def fold_compiles(results: dict[str, dict[str, Any]], variants: list[Variant], c
                   dynamic: bool) -> dict[str, dict[str, Any]]:
     """One result per variant from its compiles' (the first compile's, with "compiles": each
     compile's runtime, host time, compile time and runtime-tuned kernels, and "ms",
-    "ms_by_length", "host_ms_by_length" and "compile_s" the medians over them). Several compiles of a variant differ by what Inductor tuned at their
-    first run; any compile's error is the variant's. With one compile, the results as they are."""
+    "ms_by_length", "host_ms_by_length" and "compile_s" the medians over them). Several
+    compiles of a variant differ by what Inductor tuned at their first run; any compile's
+    error is the variant's. With one compile, the results as they are."""
     if compiles == 1:
         return dict(results)
     folded: dict[str, dict[str, Any]] = {}
@@ -1132,8 +1133,8 @@ def timing_cpu() -> Optional[int]:
 
 def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: str) -> None:
     """A variant's process: answers the workload's process ("prepare", "eager_call_ms",
-    "compile", "probe", "round", "host_times", "profile", "close") until closed; a request that fails is
-    answered {"failure": ...}."""
+    "compile", "probe", "round", "host_times", "profile", "close") until closed; a request
+    that fails is answered {"failure": ...}."""
     import traceback
 
     import torch
