@@ -1027,9 +1027,9 @@ class VariantRun:
         if self.unpinned is not None:
             return
         self.unpinned = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
-        cpu = timing_cpu()
-        if cpu is None:
+        if not self.unpinned:
             return
+        cpu = timing_cpu(self.unpinned)
         try:
             os.sched_setaffinity(0, {cpu})
             self.timing_cpu = cpu
@@ -1120,15 +1120,13 @@ def timed_round(torch: Any, call: Callable[[], Any], calls: int, host_ms: Option
     return float(start.elapsed_time(end)) / calls
 
 
-def timing_cpu() -> Optional[int]:
-    """The one CPU that every variant's process issues its timed calls from (None where the
-    system cannot pin). Where the host sets the pace (a dynamic graph's 128 tokens), three
-    processes running the same program issued a call in 441 to 1,094 µs (2026-12-06), the
-    scheduler's choice of core one suspect; one core for all takes that one out. The highest
-    the process may use: CPU 0 takes the most interrupts."""
-    if not hasattr(os, "sched_getaffinity"):
-        return None
-    return max(os.sched_getaffinity(0))
+def timing_cpu(cpus: set[int]) -> int:
+    """The one CPU, of those a variant's process may use, that it issues its timed calls from:
+    the same in every variant's process. Where the host sets the pace (a dynamic graph's 128
+    tokens), three processes running the same program issued a call in 441 to 1,094 µs
+    (2026-12-06), the scheduler's choice of core one suspect; one core for all takes that one
+    out. The highest: CPU 0 takes the most interrupts."""
+    return max(cpus)
 
 
 def variant_main(conn: Any, args: argparse.Namespace, workload: str, variant: str) -> None:

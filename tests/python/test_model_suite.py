@@ -624,7 +624,7 @@ def test_every_variant_times_from_one_cpu_and_keeps_the_hosts_time_at_each_lengt
     affinity = [{0, 1, 5, 3}]
     monkeypatch.setattr(suite.os, "sched_getaffinity", lambda pid: set(affinity[-1]), raising=False)
     monkeypatch.setattr(suite.os, "sched_setaffinity", lambda pid, cpus: affinity.append(set(cpus)), raising=False)
-    assert suite.timing_cpu() == 5
+    assert suite.timing_cpu(affinity[0]) == 5
     monkeypatch.setattr(suite, "host_and_wall_us", lambda torch, call, calls: (300.0, 700.0))
     monkeypatch.setattr(suite, "dynamo_graphs", lambda torch: 0)
     monkeypatch.setattr(suite.ingraph, "runtime_tuned", lambda cache: {})
