@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from autotune_state import tuned_configs
-from summary import HOST_BOUND, same_run
+from summary import HOST_BOUND, host_paced, same_run, timed_ms
 
 GEMM = "gemm"
 ATTENTION = "attention"
@@ -456,16 +456,14 @@ def profiled_ms(result: dict[str, Any]) -> Optional[float]:
 def host_in_rounds(result: dict[str, Any]) -> str:
     """The timed rounds' host ms a call against their ms a call, at each length ("0.70 of 0.71
     ms at 128 tokens (the host sets the pace), ..."); "" where the rounds kept no host time."""
-    host = result.get("host_ms_by_length") or {}
-    timed = result.get("ms_by_length") or {}
     parts = []
-    for length, host_ms in host.items():
-        ms = timed.get(length, result.get("ms") if len(host) == 1 else None)
-        if not isinstance(ms, (int, float)) or not isinstance(host_ms, (int, float)) or ms <= 0:
+    for length, host_ms in (result.get("host_ms_by_length") or {}).items():
+        paced = host_paced(result, length)
+        if paced is None:
             continue
-        at = f" at {length} tokens" if timed else ""
-        pace = " (the host sets the pace)" if host_ms >= HOST_BOUND * ms else ""
-        parts.append(f"{host_ms:.3f} of {ms:.3f} ms{at}{pace}")
+        at = f" at {length} tokens" if result.get("ms_by_length") else ""
+        parts.append(f"{host_ms:.3f} of {timed_ms(result, length):.3f} ms{at}"
+                     + (" (the host sets the pace)" if paced else ""))
     return ", ".join(parts)
 
 

@@ -125,13 +125,20 @@ def compile_spread(results: dict[str, dict[str, Any]], variant: str,
             "reference_low": base / max(theirs), "reference_high": base / min(theirs), "compiles": len(mine)}
 
 
+def timed_ms(result: dict[str, Any], length: str) -> Optional[float]:
+    """The rounds' ms a call at `length`: a dynamic workload's "ms_by_length", another's "ms"."""
+    by_length = result.get("ms_by_length")
+    ms = by_length.get(length) if by_length else result.get("ms")
+    return float(ms) if isinstance(ms, (int, float)) and ms > 0 else None
+
+
 def host_paced(result: dict[str, Any], length: str) -> Optional[bool]:
     """Whether the host set the pace of `result`'s timed rounds at `length`: it took at least
     HOST_BOUND of a call's time to issue a call ("host_ms_by_length"); None where the rounds
     kept no host time (runs before 2026-12-06's sixth session)."""
     host = (result.get("host_ms_by_length") or {}).get(length)
-    ms = (result.get("ms_by_length") or {}).get(length)
-    if not isinstance(host, (int, float)) or not isinstance(ms, (int, float)) or ms <= 0:
+    ms = timed_ms(result, length)
+    if not isinstance(host, (int, float)) or ms is None:
         return None
     return host >= HOST_BOUND * ms
 
