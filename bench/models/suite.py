@@ -37,7 +37,9 @@ A variant name may end in settings, each one suspect of the in-graph gap tested 
 flush), +gated (Inductor's autotuning timed without the host's launch: timing.GatedTimer),
 +biasaddmm (an addmm's ATen choice is bias_addmm only: the 1-D bias cuBLASLt fuses),
 +flexible (max_autotune_allow_flexible_layouts), +atenonly (ATen the only GEMM backend: with
-+biasaddmm, default's cuBLAS calls compiled in max_autotune_gemm's mode); and for ours,
++biasaddmm, default's cuBLAS calls compiled in max_autotune_gemm's mode), +pwfixed (every
+pointwise kernel runs Inductor's one heuristic block size, triton.autotune_pointwise off: no
+first-run draw, which the benchmarker times with L2 flushed); and for ours,
 +outeraten (the model's picks for K = 1 GEMMs, the rotary embedding's outer products, on ATen:
 is the GPU's idle time beside them theirs?). +defaulttuned takes the first-run draw out of a
 comparison (not all of the difference between compiles, 2026-12-06): the kernels
@@ -122,7 +124,8 @@ BASES = ("default", "max_autotune", "max_autotune_gemm", "ours", "table")
 MODEL_BASES = ("ours", "table")
 # The bases whose compile benchmarks every GEMM's choices: minutes, resumed across processes.
 AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
-SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten", "+defaulttuned", "+atenonly")
+SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten", "+defaulttuned", "+atenonly",
+            "+pwfixed")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 # What each compile of a variant keeps under "compiles" (--compiles)
@@ -157,6 +160,8 @@ class Variant:
             options["max_autotune_allow_flexible_layouts"] = True
         if "+atenonly" in self.settings:
             options["max_autotune_gemm_backends"] = "ATEN"
+        if "+pwfixed" in self.settings:
+            options["triton.autotune_pointwise"] = False
         return options
 
     def compile_kwargs(self) -> dict[str, Any]:

@@ -216,6 +216,7 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
     ("ours+defaulttuned", "ours", None, ("+defaulttuned",)),
     ("max_autotune+defaulttuned", "max_autotune", None, ("+defaulttuned",)),
     ("max_autotune_gemm+atenonly+biasaddmm", "max_autotune_gemm", None, ("+atenonly", "+biasaddmm")),
+    ("ours+pwfixed+noflush", "ours", None, ("+pwfixed", "+noflush")),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
@@ -227,7 +228,7 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
     ("ours+turbo", "unknown setting"), ("ours+noepi+noepi", "repeats"), ("ours+biasaddmm", "names its ATen"), ("use_model", "BASE"),
     ("max_autotune_gemm+outeraten", "inside ours only"), ("table+outeraten", "inside ours only"),
     ("default+defaulttuned", "no settings"), ("ours+atenonly", "limits GEMM autotuning"),
-    ("table+atenonly", "limits GEMM autotuning"),
+    ("table+atenonly", "limits GEMM autotuning"), ("default+pwfixed", "no settings"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
     with pytest.raises(suite.UsageError, match=message):
@@ -269,6 +270,8 @@ def test_each_base_compiles_with_its_inductor_settings() -> None:
     assert kwargs("max_autotune_gemm+flexible")["options"]["max_autotune_allow_flexible_layouts"] is True
     assert kwargs("max_autotune_gemm+atenonly+biasaddmm") == {"options": {
         "triton.cudagraphs": True, "max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"}}
+    assert kwargs("ours+pwfixed") == {"options": {"triton.cudagraphs": True, "max_autotune_gemm": True,
+                                                  "triton.autotune_pointwise": False}}
 
 
 def test_default_runs_first_because_its_gemms_make_the_tables() -> None:
