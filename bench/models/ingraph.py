@@ -13,7 +13,6 @@ holds any epilogue it fused. Pure functions over (name, microseconds) pairs: no 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import statistics
@@ -205,23 +204,22 @@ def timeline(spans: Sequence[tuple[str, float, float]], calls: int, gaps: int = 
     return out
 
 
-def runtime_tuned(cache_dir: str, tags: Sequence[str] = ("",)) -> list[dict[str, Any]]:
+def runtime_tuned(cache_dir: str) -> list[dict[str, Any]]:
     """The kernels Inductor tuned at their first run (a pointwise or reduction kernel offered
     several block sizes, `triton.autotune_pointwise`), each with the config it kept: every
     `*.best_config` under a compile's cache folder (autotune_state.tuned_configs), named by the
-    kernel its source file defines, else by the file's own name. torch 2.11 writes it beside
-    the kernel's source, named by sha256 of "SOURCE_FILE_NAME:TAG" (TAG: the compile's
-    `torch.compiler.config.cache_key_tag`, one of `tags`); older torch by the source's own
-    stem. The source's name hashes its code, so the same kernel is named alike in every
-    compile. Which config a compile keeps is a draw of its timing, so two compiles of one
-    graph can differ here; sorted by kernel name."""
+    kernel a source file of the same name beside it defines, else by the file's own name.
+    torch 2.11 names the file by a hash of the kernel's file name and the cache key tag, which
+    names the same kernel alike in every compile (default's and ours' reports share names)
+    but has no source beside it. Which config a compile keeps is a draw of its timing, so two
+    compiles of one graph can differ here; sorted by kernel name."""
     found = []
     for relative, text in sorted(tuned_configs(cache_dir).items()):
         path = Path(cache_dir) / relative
         try:
             kept = json.loads(text)
-            source = _tuned_kernel_source(path, tags)
-            names = _KERNEL_DEFINITION.findall(source.read_text()) if source else []
+            source = path.with_suffix(".py")
+            names = _KERNEL_DEFINITION.findall(source.read_text()) if source.is_file() else []
         except (OSError, UnicodeDecodeError, ValueError):
             continue
         if not isinstance(kept, dict):
@@ -229,18 +227,6 @@ def runtime_tuned(cache_dir: str, tags: Sequence[str] = ("",)) -> list[dict[str,
         config = {k: v for k, v in kept.items() if k not in _TUNING_BOOKKEEPING}
         found.append({"kernel": names[0] if names else path.stem, "config": config})
     return sorted(found, key=lambda r: r["kernel"])
-
-
-def _tuned_kernel_source(best_config: Path, tags: Sequence[str]) -> Optional[Path]:
-    """The kernel source file a *.best_config was kept for (runtime_tuned), or None."""
-    same_stem = best_config.with_suffix(".py")
-    if same_stem.is_file():
-        return same_stem
-    for source in sorted(best_config.parent.glob("*.py")):
-        for tag in tags:
-            if hashlib.sha256(f"{source.name}:{tag}".encode()).hexdigest() == best_config.stem:
-                return source
-    return None
 
 
 def generated_programs(cache_dir: str) -> dict[str, str]:

@@ -1088,9 +1088,7 @@ class VariantRun:
         from torch._inductor.runtime.cache_dir_utils import cache_dir
 
         cache = cache_dir()
-        # ours tags its compiles' cache keys with the model (use_model), which names the files
-        tag = getattr(getattr(getattr(self.torch, "compiler", None), "config", None), "cache_key_tag", "") or ""
-        found["runtime_tuned"] = ingraph.runtime_tuned(cache, ("", tag) if tag else ("",))
+        found["runtime_tuned"] = ingraph.runtime_tuned(cache)
         if report:
             self.keep_programs(cache)
         recompiled = dynamo_graphs(self.torch) - self.graphs_compiled

@@ -5,7 +5,6 @@ skipped here, visibly."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -511,16 +510,6 @@ def test_runtime_tuned_kernels_are_read_from_the_compiles_cache(tmp_path: Path) 
     (tmp_path / "cd" / "cbroken.best_config").write_text("{not json")
     (tmp_path / "ef").mkdir()
     (tmp_path / "ef" / "corphan.best_config").write_text(json.dumps({"XBLOCK": 256}))
-    # torch 2.11: beside the source, named by sha256("SOURCE_NAME:TAG")
-    (tmp_path / "gh").mkdir()
-    (tmp_path / "gh" / "cxyz.py").write_text("@triton.jit\ndef triton_poi_fused_add_mul_pow_tanh_view_3(in_ptr0):\n")
-    (tmp_path / "gh" / "cother.py").write_text("@triton.jit\ndef triton_poi_fused_neg_1(in_ptr0):\n")
-    hashed = hashlib.sha256(b"cxyz.py:model-abc").hexdigest()
-    (tmp_path / "gh" / f"{hashed}.best_config").write_text(json.dumps({"XBLOCK": 512, "num_warps": 8}))
-    assert G.runtime_tuned(str(tmp_path), ("", "model-abc"))[1] == {
-        "kernel": "triton_poi_fused_add_mul_pow_tanh_view_3", "config": {"XBLOCK": 512, "num_warps": 8}}
-    assert G.runtime_tuned(str(tmp_path))[0] == {"kernel": hashed, "config": {"XBLOCK": 512, "num_warps": 8}}
-    (tmp_path / "gh" / f"{hashed}.best_config").unlink()
     assert G.runtime_tuned(str(tmp_path)) == [
         {"kernel": "corphan", "config": {"XBLOCK": 256}},  # no source beside it: its file's name
         {"kernel": "triton_poi_fused_gelu_view_9", "config": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}},
@@ -641,7 +630,7 @@ def test_every_variant_times_from_one_cpu_and_keeps_the_hosts_time_at_each_lengt
     assert suite.timing_cpu(affinity[0]) == 5
     monkeypatch.setattr(suite, "host_and_wall_us", lambda torch, call, calls: (300.0, 700.0))
     monkeypatch.setattr(suite, "dynamo_graphs", lambda torch: 0)
-    monkeypatch.setattr(suite.ingraph, "runtime_tuned", lambda cache, tags: {})
+    monkeypatch.setattr(suite.ingraph, "runtime_tuned", lambda cache: {})
     monkeypatch.setattr(suite.ingraph, "generated_programs", lambda cache: {})
     runtime = types.ModuleType("torch._inductor.runtime.cache_dir_utils")
     runtime.cache_dir = lambda: str(tmp_path)  # type: ignore[attr-defined]
