@@ -18,10 +18,12 @@ alike:
   default            torch.compile, CUDA graphs (triton.cudagraphs): cuBLAS for every GEMM
   max_autotune       mode="max-autotune" (GEMM autotuning, coordinate descent, CUDA graphs)
   max_autotune_gemm  GEMM autotuning only (max_autotune_gemm), CUDA graphs
-  ours               max_autotune_gemm with the shipped model deciding every GEMM while it
-                     compiles (matmul_toolkit_inductor.use_model, libmmt_rank.so): no table, no
-                     shapes known ahead; `ours@POLICY` names another decision policy
-  table              max_autotune_gemm with the shipped model's table for this workload's GEMMs:
+  ours               the shipped model deciding every GEMM while it compiles
+                     (matmul_toolkit_inductor.use_model, libmmt_rank.so), with the options its
+                     users are given (compile_options: max_autotune_gemm, pointwise kernels on
+                     Inductor's heuristic block size, CUDA graphs): no table, no shapes known
+                     ahead; `ours@POLICY` names another decision policy
+  table              ours' options with the shipped model's table for this workload's GEMMs:
                      the GEMMs the default compile lowered (GemmRecorder), exported by
                      `matmul_toolkit export-lut --policy P` (default: the export-lut default),
                      installed with use_table; `table@POLICY` likewise
@@ -39,7 +41,8 @@ flush), +gated (Inductor's autotuning timed without the host's launch: timing.Ga
 +flexible (max_autotune_allow_flexible_layouts), +atenonly (ATen the only GEMM backend: with
 +biasaddmm, default's cuBLAS calls compiled in max_autotune_gemm's mode), +pwfixed (every
 pointwise kernel runs Inductor's one heuristic block size, triton.autotune_pointwise off: no
-first-run draw, which the benchmarker times with L2 flushed); and for ours,
+first-run draw, which the benchmarker times with L2 flushed; ours and the table compile so
+already, with use_model's compile_options, and +pwtuned gives them the draw back); and for ours,
 +outeraten (the model's picks for K = 1 GEMMs, the rotary embedding's outer products, on ATen:
 is the GPU's idle time beside them theirs?). +defaulttuned takes the first-run draw out of a
 comparison (not all of the difference between compiles, 2026-12-06): the kernels
@@ -113,6 +116,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 import autotune_state  # noqa: E402
 import ingraph  # noqa: E402
 from matmul_toolkit_inductor.dataset import write_file_atomically  # noqa: E402
+from matmul_toolkit_inductor.model_hook import compile_options  # noqa: E402
 import summary  # noqa: E402
 import workloads as W  # noqa: E402
 
@@ -125,7 +129,7 @@ MODEL_BASES = ("ours", "table")
 # The bases whose compile benchmarks every GEMM's choices: minutes, resumed across processes.
 AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten", "+defaulttuned", "+atenonly",
-            "+pwfixed")
+            "+pwfixed", "+pwtuned")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 # What each compile of a variant keeps under "compiles" (--compiles)
@@ -150,9 +154,14 @@ class Variant:
     settings: tuple[str, ...] = ()
 
     def inductor_options(self) -> dict[str, Any]:
-        """torch.compile options (None mode) for every base but max_autotune."""
+        """torch.compile options (None mode) for every base but max_autotune; ours and the
+        table compile with what use_model's users are told to (compile_options)."""
         options: dict[str, Any] = {"triton.cudagraphs": True}
-        if self.base in ("max_autotune_gemm", *MODEL_BASES):
+        if self.base in MODEL_BASES:
+            options |= compile_options()
+            if "+pwtuned" in self.settings:
+                options.pop("triton.autotune_pointwise")
+        if self.base == "max_autotune_gemm":
             options["max_autotune_gemm"] = True
         if "+noepi" in self.settings:
             options["benchmark_epilogue_fusion"] = False
@@ -198,6 +207,12 @@ def parse_variant(text: str) -> Variant:
     if base in MODEL_BASES and "+biasaddmm" in settings:
         raise UsageError("--variants", f"'{text}': the model's policy names its ATen choices itself (the graph "
                                        "policy: bias_addmm alone)")
+    if base in MODEL_BASES and "+pwfixed" in settings:
+        raise UsageError("--variants", f"'{text}': {base} runs its pointwise kernels on a fixed block size already "
+                                       "(compile_options); +pwtuned tunes them")
+    if base not in MODEL_BASES and "+pwtuned" in settings:
+        raise UsageError("--variants", f"'{text}': only {' and '.join(MODEL_BASES)} take +pwtuned (the others tune "
+                                       "pointwise kernels at their first run already)")
     if len(set(settings)) != len(settings):
         raise UsageError("--variants", f"'{text}': a setting repeats")
     return Variant(text, base, policy, settings)

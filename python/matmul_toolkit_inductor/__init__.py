@@ -1,7 +1,7 @@
 """matmul_toolkit's Python side: what only Python reaches (PyTorch Inductor).
 
 - use_model (model_hook.py): the model picks every GEMM inside torch.compile, through
-  libmmt_rank.so (rank_library.py); `python3 -m matmul_toolkit_inductor.recommend` ranks
+  libmmt_rank.so (rank_library.py), compiled with compile_options(); `python3 -m matmul_toolkit_inductor.recommend` ranks
   with it, no torch needed.
 - MatmulDatasetCollector (collector.py): records Inductor's mm/addmm/bmm autotuning as a
   matmul_toolkit / torch-diode dataset; GemmRecorder (recorder.py): the GEMMs any compile
@@ -20,6 +20,7 @@ from typing import Any
 
 _LAZY = {
     "use_model": "model_hook",
+    "compile_options": "model_hook",
     "ModelHook": "model_hook",
     "RankModel": "rank_library",
     "MatmulDatasetCollector": "collector",

@@ -3,7 +3,7 @@ known ahead.
 
     import matmul_toolkit_inductor as mmt
     mmt.use_model()
-    model = torch.compile(model, options={"max_autotune_gemm": True, "triton.cudagraphs": True})
+    model = torch.compile(model, options=mmt.compile_options())
 
 Inductor (torch 2.11) asks its choices handler for each GEMM's candidates
 (InductorChoices.get_template_configs -> _finalize_template_configs). use_model installs a
@@ -27,6 +27,7 @@ entries with ATen that Inductor benchmarks, as the policy decides.
 - Symbolic sizes are ranked at Inductor's size hints, the example inputs' sizes.
 - The Triton templates are offered only with `max_autotune_gemm` (or mode max-autotune). Without
   them the hook finds no kernel to pick, and Inductor's own choices (ATen) stay.
+  compile_options() gives that option with the others the whole-model suite found best.
 - The handler is set for every thread that compiles, those that compiled before too (the
   autograd thread lowers a training step's backward graph): handlers.py.
 - Shape padding: Inductor's pad_mm pass pads a misaligned M, N or K of a compute-bound GEMM
@@ -531,6 +532,24 @@ def gpu_mismatch(info: dict[str, Any]) -> Optional[str]:
     if device in trained_on:
         return None
     return f"the model was trained on {info.get('hardware')}, this GPU is {device}"
+
+
+def compile_options(cudagraphs: bool = True) -> dict[str, Any]:
+    """The torch.compile options to compile with under use_model(), those the whole-model
+    suite (bench/models) measured best:
+    - max_autotune_gemm: Inductor offers its Triton templates, so that the model's picks can
+      run (where the policy leaves one choice, Inductor benchmarks nothing);
+    - triton.autotune_pointwise off: each pointwise kernel runs Inductor's heuristic block
+      size. With it on, Inductor times two block sizes at the kernel's first run, with L2
+      flushed, and keeps the faster; that draw between near-equal timings kept, from one
+      compile to the next, block sizes that ran a GELU up to 1.4x slower in the graph, where
+      its input sits in L2, and moved whole models by 1-3 % (2026-12-06 record);
+    - triton.cudagraphs (`cudagraphs`): CUDA graphs, as the suite runs every variant.
+    Pass them as `torch.compile(model, options=compile_options())`."""
+    options: dict[str, Any] = {"max_autotune_gemm": True, "triton.autotune_pointwise": False}
+    if cudagraphs:
+        options["triton.cudagraphs"] = True
+    return options
 
 
 def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, search_space: str = "DEFAULT",

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed: these run o
 if not torch.cuda.is_available():
     pytest.skip("torch sees no CUDA device: use_model's compile tests run on the GPU machine", allow_module_level=True)
 
-from matmul_toolkit_inductor.model_hook import ModelHook, ModelHookError, use_model  # noqa: E402
+from matmul_toolkit_inductor.model_hook import ModelHook, ModelHookError, compile_options, use_model  # noqa: E402
 
 
 @pytest.fixture
@@ -106,3 +106,16 @@ def test_pad_model_decides_shape_padding_without_timing_it(fresh_compile: Any) -
         assert any(line.startswith(("mm mm 4096x4093x4096 bfloat16: pad (",
                                     "mm mm 4096x4093x4096 bfloat16: as given (")) for line in lines), lines
         assert counters["inductor"]["pad_mm_bench"] == 0, dict(counters["inductor"])
+
+
+def test_the_recommended_options_are_inductors_and_keep_pointwise_kernels_untuned(fresh_compile: Any) -> None:
+    # An option Inductor does not know fails torch.compile: these are real config names.
+    x = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+    with installed():
+        f = torch.compile(lambda a, b: torch.nn.functional.gelu(a @ b), options=compile_options(cudagraphs=False))
+        torch.testing.assert_close(f(x, w), torch.nn.functional.gelu(x @ w), rtol=2e-2, atol=1.0)
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    tuned = list(Path(cache_dir()).rglob("*.best_config"))
+    assert tuned == [], tuned  # no pointwise kernel was timed at its first run

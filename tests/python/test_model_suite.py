@@ -216,7 +216,8 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
     ("ours+defaulttuned", "ours", None, ("+defaulttuned",)),
     ("max_autotune+defaulttuned", "max_autotune", None, ("+defaulttuned",)),
     ("max_autotune_gemm+atenonly+biasaddmm", "max_autotune_gemm", None, ("+atenonly", "+biasaddmm")),
-    ("ours+pwfixed+noflush", "ours", None, ("+pwfixed", "+noflush")),
+    ("ours+pwtuned+noflush", "ours", None, ("+pwtuned", "+noflush")),
+    ("max_autotune_gemm+pwfixed", "max_autotune_gemm", None, ("+pwfixed",)),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
@@ -229,6 +230,7 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
     ("max_autotune_gemm+outeraten", "inside ours only"), ("table+outeraten", "inside ours only"),
     ("default+defaulttuned", "no settings"), ("ours+atenonly", "limits GEMM autotuning"),
     ("table+atenonly", "limits GEMM autotuning"), ("default+pwfixed", "no settings"),
+    ("ours+pwfixed", "fixed block size already"), ("max_autotune+pwtuned", "only ours and table take .pwtuned"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
     with pytest.raises(suite.UsageError, match=message):
@@ -264,14 +266,15 @@ def test_each_base_compiles_with_its_inductor_settings() -> None:
     assert kwargs("default") == {"options": {"triton.cudagraphs": True}}
     assert kwargs("max_autotune") == {"mode": "max-autotune"}
     assert kwargs("max_autotune_gemm") == {"options": {"triton.cudagraphs": True, "max_autotune_gemm": True}}
-    assert kwargs("ours") == kwargs("max_autotune_gemm") == kwargs("table")
+    # ours and the table: use_model's compile_options, pointwise kernels on a fixed block size
+    assert kwargs("ours") == kwargs("table") == kwargs("max_autotune_gemm+pwfixed") == {"options": {
+        "triton.cudagraphs": True, "max_autotune_gemm": True, "triton.autotune_pointwise": False}}
+    assert kwargs("ours+pwtuned") == kwargs("table+pwtuned") == kwargs("max_autotune_gemm")
     assert kwargs("max_autotune+noepi") == {"options": {"max_autotune": True, "coordinate_descent_tuning": True,
                                                         "triton.cudagraphs": True, "benchmark_epilogue_fusion": False}}
     assert kwargs("max_autotune_gemm+flexible")["options"]["max_autotune_allow_flexible_layouts"] is True
     assert kwargs("max_autotune_gemm+atenonly+biasaddmm") == {"options": {
         "triton.cudagraphs": True, "max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"}}
-    assert kwargs("ours+pwfixed") == {"options": {"triton.cudagraphs": True, "max_autotune_gemm": True,
-                                                  "triton.autotune_pointwise": False}}
 
 
 def test_default_runs_first_because_its_gemms_make_the_tables() -> None:
@@ -1048,6 +1051,8 @@ def test_the_committed_results_follow_the_documented_format(gpu: str) -> None:
             parsed = suite.parse_variant(variant)
             if S.usable(r):
                 assert r["ms"] > 0 and r["compile_s"] > 0
+            if "compile_kwargs" in r:  # compiled as its name says today (a renamed variant's results follow it)
+                assert json.loads(r["compile_kwargs"]) == parsed.compile_kwargs(), (name, variant)
             if gpu != "h200" and parsed.base == "ours":  # the shipped model is an H200's
                 assert "this GPU is" in r["model_forced"]
 

@@ -17,6 +17,10 @@ from matmul_toolkit_inductor import (choices, collect_script, collector, dataset
 assert m.MatmulDatasetCollector is collector.MatmulDatasetCollector
 assert m.use_table is lut.use_table
 assert m.use_model is model_hook.use_model and m.GemmRecorder is recorder.GemmRecorder
+# the README's torch.compile options, torch-free (the whole-model suite's ours compiles with them)
+assert m.compile_options() == {"max_autotune_gemm": True, "triton.autotune_pointwise": False,
+                               "triton.cudagraphs": True}
+assert m.compile_options(cudagraphs=False) == {"max_autotune_gemm": True, "triton.autotune_pointwise": False}
 assert "torch" not in sys.modules, "torch was imported"
 print("ok")
 """
