@@ -210,6 +210,9 @@ def parse_variant(text: str) -> Variant:
     if base in MODEL_BASES and "+pwfixed" in settings:
         raise UsageError("--variants", f"'{text}': {base} runs its pointwise kernels on a fixed block size already "
                                        "(compile_options); +pwtuned tunes them")
+    if base == "max_autotune" and "+pwfixed" in settings:
+        raise UsageError("--variants", f"'{text}': mode max-autotune tunes pointwise kernels whatever "
+                                       "triton.autotune_pointwise says")
     if base not in MODEL_BASES and "+pwtuned" in settings:
         raise UsageError("--variants", f"'{text}': only {' and '.join(MODEL_BASES)} take +pwtuned (the others tune "
                                        "pointwise kernels at their first run already)")

@@ -1,8 +1,8 @@
 """matmul_toolkit's Python side: what only Python reaches (PyTorch Inductor).
 
 - use_model (model_hook.py): the model picks every GEMM inside torch.compile, through
-  libmmt_rank.so (rank_library.py), compiled with compile_options(); `python3 -m matmul_toolkit_inductor.recommend` ranks
-  with it, no torch needed.
+  libmmt_rank.so (rank_library.py), in programs compiled with compile_options();
+  `python3 -m matmul_toolkit_inductor.recommend` ranks with it, no torch needed.
 - MatmulDatasetCollector (collector.py): records Inductor's mm/addmm/bmm autotuning as a
   matmul_toolkit / torch-diode dataset; GemmRecorder (recorder.py): the GEMMs any compile
   lowers, as a shapeset.

@@ -231,6 +231,7 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
     ("default+defaulttuned", "no settings"), ("ours+atenonly", "limits GEMM autotuning"),
     ("table+atenonly", "limits GEMM autotuning"), ("default+pwfixed", "no settings"),
     ("ours+pwfixed", "fixed block size already"), ("max_autotune+pwtuned", "only ours and table take .pwtuned"),
+    ("max_autotune+pwfixed", "tunes pointwise kernels whatever"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
     with pytest.raises(suite.UsageError, match=message):
