@@ -535,8 +535,8 @@ def gpu_mismatch(info: dict[str, Any]) -> Optional[str]:
 
 
 def compile_options(cudagraphs: bool = True) -> dict[str, Any]:
-    """The torch.compile options to compile with under use_model(), those the whole-model
-    suite (bench/models) measured best:
+    """The torch.compile options to compile with under use_model() (or use_table), those the
+    whole-model suite (bench/models) measured best:
     - max_autotune_gemm: Inductor offers its Triton templates, so that the model's picks can
       run (where the policy leaves one choice, Inductor benchmarks nothing);
     - triton.autotune_pointwise off: each pointwise kernel runs Inductor's heuristic block
