@@ -793,14 +793,26 @@ def test_triton_wins_names_each_problem_once_or_says_none_won() -> None:
                 "table": run1(1.0, in_graph([("triton_tem_fused_bmm_0", 10.0), ("nvjet_a", 20.0)], shapes),
                               run="r2")},
         "gpt2": {"default": run1(1.0, base), "ours": run1(1.0, base)},
+        # only another run ran Triton: set against default all the same, and said so
+        "swin": {"default": run1(1.0, base),
+                 "table": run1(1.0, in_graph([("triton_tem_fused_bmm_0", 10.0), ("nvjet_a", 20.0)], shapes),
+                               run="r2")},
     }}
     wins = G.triton_wins(document)
     assert [(r["problem"], r["variant"]) for r in wins["bert"]] == [("bmm 256x256x64 bfloat16", "max_autotune")]
     assert wins["bert"][0]["saved_us"] == pytest.approx(15.0)
-    assert wins["vit"] == [] and wins["gpt2"] is None
+    assert wins["vit"] == [] and wins["gpt2"] is None and wins["swin"] is None
+    assert [r["variant"] for r in G.triton_wins(document, any_run=True)["swin"]] == ["table"]
+    # ours' bmm (48 against 60 µs) took 12 of the 15 µs that the best Triton pick saved
+    room = G.headroom(document["workloads"]["bert"], wins["bert"])
+    assert room == {"us": pytest.approx(15.0), "share": pytest.approx(0.015), "ours_us": pytest.approx(12.0)}
     text = G.text(document)
-    assert "   bert                 faster on 1: bmm 256x256x64 bfloat16 (max_autotune, 15.0 µs)" in text
+    assert ("   bert                 faster on 1, 15.0 µs a call = 1.50% of default's call, ours saved 12.0: "
+            "bmm 256x256x64 bfloat16 (max_autotune, 15.0 µs)") in text
     assert "   vit                  no Triton choice ran faster than cuBLAS" in text
+    assert ("   swin                 faster on 1, 50.0 µs a call = 5.00% of default's call "
+            "(Triton of other runs than default's): bmm 256x256x64 bfloat16 (table, 50.0 µs)") in text
+    assert "   gpt2 " not in text
     assert "Triton slower than default's cuBLAS by more than 10% on 1 problem(s): 10.0 µs a call lost" in text
     assert "   not set against default: measured in another run than default's" in text
 
