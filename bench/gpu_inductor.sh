@@ -396,6 +396,8 @@ step_e2e_transformer() {
 # MODELS_FRESH=1 measures the asked workloads again, results or not (after a change).
 # MODELS_COMPILES=N compiles each variant N times (suite.py --compiles): the medians, so that
 # what Inductor tunes at a kernel's first run is not one draw.
+# MODELS_TABLE: the table variants' table, exported elsewhere (export-lut --lut-format inductor on
+# data/shapesets/model_suite.json) and carried, so that the call needs no build_cli.
 # MODELS_AUTOTUNE_STATE: the models/autotune_state folder of an earlier call's models_logs.tgz,
 # copied into the work tree (carried): a max-autotune compile that call's limit cut off goes on
 # from the GEMMs it had timed (bench/models/autotune_state.py).
@@ -416,7 +418,7 @@ step_models() {
   # shellcheck disable=SC2086 # the lists are lists of words
   timeout -s TERM "$limit" python3 bench/models/suite.py --mmt "$cli" --results "$results" "${force[@]}" \
     ${MODELS_WORKLOADS:+--workloads $MODELS_WORKLOADS} ${MODELS_VARIANTS:+--variants $MODELS_VARIANTS} \
-    ${MODELS_FRESH:+--fresh} ${MODELS_COMPILES:+--compiles $MODELS_COMPILES} \
+    ${MODELS_FRESH:+--fresh} ${MODELS_COMPILES:+--compiles $MODELS_COMPILES} ${MODELS_TABLE:+--table $MODELS_TABLE} \
     --budget "$budget" --workload-timeout "$limit" --out "$out/models" >"$out/models.txt" 2>"$out/models.log" ||
     status=1
   tail -40 "$out/models.txt"

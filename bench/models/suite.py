@@ -26,7 +26,8 @@ alike:
   table              ours' options with the shipped model's table for this workload's GEMMs:
                      the GEMMs the default compile lowered (GemmRecorder), exported by
                      `matmul_toolkit export-lut --policy P` (default: the export-lut default),
-                     installed with use_table; `table@POLICY` likewise
+                     installed with use_table; `table@POLICY` likewise. --table gives the
+                     default policy's table exported elsewhere (on the suite's shapeset)
 A dynamic workload (llama_dynamic) compiles once with dynamic=True and runs at each of its
 sequence lengths: "ms" is the geomean over them, "ms_by_length" each; its in-graph report is
 of the first length ("profiled_length"), the sizes its GEMMs were lowered and recorded at.
@@ -333,6 +334,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--report", action="store_true",
                    help="print the in-graph reports of --results (no GPU needed) and exit")
     p.add_argument("--mmt", help="the matmul_toolkit binary (export-lut makes the table variants' tables)")
+    p.add_argument("--table",
+                   help="table of the default policy exported elsewhere (export-lut --lut-format inductor on a "
+                        "shapeset that holds the workloads' GEMMs, e.g. the suite's): the table variants use it "
+                        "instead of one exported with --mmt")
     p.add_argument("--model", default=os.path.join(SOURCE_DIR, "data", "models", "inductor_h200.pt"),
                    help="model checkpoint that ours and the tables pick with (default: the shipped H200 model)")
     p.add_argument("--force-model", action="store_true",
@@ -395,6 +400,8 @@ def child_command(args: argparse.Namespace, w: W.Workload, variants: list[Varian
                "--profile-calls", str(args.profile_calls), "--autotune-state", args.autotune_state]
     if args.mmt:
         command += ["--mmt", args.mmt]
+    if args.table:
+        command += ["--table", os.path.abspath(args.table)]
     if args.force_model:
         command.append("--force-model")
     return command
@@ -433,9 +440,12 @@ def check_inputs(args: argparse.Namespace) -> list[W.Workload]:
             load_library()
         except RankLibraryError as e:
             raise UsageError("--variants", f"ours needs the C library: {e}")
-    if any(v.base == "table" for v in args.parsed_variants):
+    if args.table and not os.path.isfile(args.table):
+        raise UsageError(args.table, "no such table file (--table)")
+    if any(v.base == "table" and not (args.table and v.policy is None) for v in args.parsed_variants):
         if not args.mmt:
-            raise UsageError("--mmt", "the table variants need the matmul_toolkit binary (export-lut)")
+            raise UsageError("--mmt", "the table variants need the matmul_toolkit binary (export-lut) or, "
+                                      "for the default policy, --table")
         if not (os.path.isfile(args.mmt) and os.access(args.mmt, os.X_OK)):
             raise UsageError(args.mmt, "no such executable (--mmt)")
         if not os.path.isfile(args.model):
@@ -959,7 +969,9 @@ class VariantRun:
             table_path = tables.get(v.policy)
             if table_path is None:
                 raise RuntimeError(f"no table for policy {v.policy or 'default'} (the default variant records the GEMMs)")
-            result["table"] = os.path.relpath(table_path, args.out)
+            inside = os.path.commonpath([os.path.abspath(table_path), os.path.abspath(args.out)]) == \
+                os.path.abspath(args.out)
+            result["table"] = os.path.relpath(table_path, args.out) if inside else os.path.basename(table_path)
             lut.TABLE_HITS.hits = lut.TABLE_HITS.misses = 0
             lut.TABLE_HITS.missed = []
             self.stack.enter_context(lut.using_table(table_path))
@@ -1442,11 +1454,15 @@ def fill_runtime(result: dict[str, Any], rounds: dict[str, list[float]], dynamic
 
 def make_tables(args: argparse.Namespace, w: W.Workload, folder: str, tables: dict[Optional[str], str],
                 record: dict[str, Any]) -> None:
-    """The table variants' tables, exported from the default compile's GEMMs."""
-    if not args.mmt:
-        return
+    """The table variants' tables, exported from the default compile's GEMMs (the default
+    policy's is --table where given)."""
     shapeset = os.path.join(folder, "shapeset.json")
     for policy in dict.fromkeys(x.policy for x in args.parsed_variants if x.base == "table"):
+        if policy is None and args.table:
+            tables[policy] = args.table
+            continue
+        if not args.mmt:
+            continue
         try:
             tables[policy], seconds = export_table(args, shapeset, policy, folder)
             record.setdefault("export_s", {})[policy or "default"] = seconds

@@ -1041,6 +1041,11 @@ def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().err.startswith(f"error: {bad}: cannot read the results")
     assert suite.main(["--variants", "table", "--out", str(tmp_path)]) == 2
     assert "error: --mmt: the table variants need" in capsys.readouterr().err
+    assert suite.main(["--variants", "table", "--table", str(tmp_path / "none.json"), "--out", str(tmp_path)]) == 2
+    assert f"error: {tmp_path / 'none.json'}: no such table file (--table)" in capsys.readouterr().err
+    # --table serves the default policy only: another policy's table is still exported
+    assert suite.main(["--variants", "table@isolated", "--table", str(bad), "--out", str(tmp_path)]) == 2
+    assert "error: --mmt: the table variants need" in capsys.readouterr().err
     assert suite.main(["--workloads", "nope", "--variants", "default", "--out", str(tmp_path)]) == 2
     assert "error: --workloads: unknown workload nope" in capsys.readouterr().err
     assert suite.main(["--autotune-state", str(bad), "--variants", "default", "--out", str(tmp_path)]) == 2
@@ -1078,6 +1083,19 @@ def test_forcing_the_model_onto_another_gpu_reaches_every_variants_process(tmp_p
     compiles = suite.parse_args(["--compiles", "3", "--out", str(tmp_path)])
     command = suite.child_command(compiles, W.by_name(["bert_base"])[0], compiles.parsed_variants, "record.json")
     assert command[command.index("--compiles") + 1] == "3"
+
+
+def test_a_table_exported_elsewhere_serves_the_default_policy_in_every_workload(tmp_path: Path) -> None:
+    table = tmp_path / "lut.json"
+    table.write_text("{}")
+    args = suite.parse_args(["--variants", "default", "table", "--table", str(table), "--out", str(tmp_path)])
+    assert suite.check_inputs(args)  # no --mmt needed
+    command = suite.child_command(args, W.by_name(["bert_base"])[0], args.parsed_variants, "record.json")
+    assert command[command.index("--table") + 1] == str(table)
+    tables: dict[Optional[str], str] = {}
+    record: dict[str, Any] = {}
+    suite.make_tables(args, W.by_name(["bert_base"])[0], str(tmp_path), tables, record)
+    assert tables == {None: str(table)} and "export_s" not in record
 
 
 def test_the_suite_on_a_gpu(tmp_path: Path) -> None:
