@@ -401,7 +401,8 @@ def model_installed(model: str, item: str) -> Iterator[Any]:
     was forced (None on the model's own GPU)."""
     from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
-    with use_model(model or None, force=True, **hook_settings(item)) as hook:
+    settings = hook_settings(item)
+    with use_model(model or None, force=True, policy=settings["policy"], pad=settings.get("pad", "inductor")) as hook:
         yield hook, gpu_mismatch(hook.model.info())
 
 

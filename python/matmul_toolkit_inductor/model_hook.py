@@ -203,7 +203,7 @@ class ModelHook:
     leaving the block uninstalls it."""
 
     def __init__(self, model: Any, policy: Optional[str] = None, search_space: str = "DEFAULT",
-                 unranked: str = "aten", pad: str = "inductor") -> None:
+                 unranked: str = "aten", pad: str = "inductor", patchify: bool = False) -> None:
         if unranked not in UNRANKED:
             raise ModelHookError(f"unranked: '{unranked}' is not one of {', '.join(UNRANKED)}")
         if pad not in PADS:
@@ -213,6 +213,7 @@ class ModelHook:
         self.search_space = search_space
         self.unranked = unranked
         self.pad = pad
+        self.patchify = patchify
         self.decisions: list[Decision] = []
         self.installed = False
         self._answers: dict[str, dict[str, Any]] = {}
@@ -319,13 +320,14 @@ class ModelHook:
 
     def identity(self) -> str:
         """What its decisions depend on: "mmt-" and the model's sha256 (16 digits), then the
-        policy, search space, unranked and pad where they are not the defaults. It goes into the
-        compile cache key (cache_key_tag, the choices class's name)."""
+        policy, search space, unranked, pad and patchify where they are not the defaults. It goes
+        into the compile cache key (cache_key_tag, the choices class's name)."""
         digest = str(self.model.info().get("sha256", ""))[:16]
         parts = [f"mmt-{digest}", self.policy or "",
                  "" if self.search_space == "DEFAULT" else self.search_space,
                  "" if self.unranked == "aten" else f"unranked={self.unranked}",
-                 "" if self.pad == "inductor" else f"pad={self.pad}"]
+                 "" if self.pad == "inductor" else f"pad={self.pad}",
+                 "patchify" if self.patchify else ""]
         return "-".join(p for p in parts if p)
 
     def explain(self) -> str:
@@ -513,6 +515,10 @@ def install(hook: ModelHook) -> None:
             warnings.warn("matmul_toolkit: use_model(pad='model'): this torch's pad_mm pass is not the one the hook "
                           "knows; Inductor decides shape padding by its own timing", RuntimeWarning, stacklevel=3)
         settings += padding
+    if hook.patchify:
+        from .patch_convs import settings as patch_settings
+
+        settings += patch_settings()
     hook._undo.append(install_layer(model_choices_class(LookupTableChoices, hook), settings,
                                     name=class_name("ModelChoices", identity)))
     aten_only_for_unranked(AlgorithmSelectorCache)
@@ -553,7 +559,7 @@ def compile_options(cudagraphs: bool = True) -> dict[str, Any]:
 
 
 def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, search_space: str = "DEFAULT",
-              unranked: str = "aten", pad: str = "inductor", force: bool = False,
+              unranked: str = "aten", pad: str = "inductor", patchify: bool = False, force: bool = False,
               library: Optional[Any] = None) -> ModelHook:
     """Makes the model (default: the shipped one) pick the GEMMs of every later compile in this
     process; returns the hook (explain(), uninstall(), or use it as a context manager).
@@ -564,12 +570,15 @@ def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, searc
     `pad`: who decides whether Inductor pads a misaligned GEMM: "inductor" (default: its timing
     while compiling) or "model" (the predicted times of the padded and the given problem; a
     candidate, not yet measured end to end).
+    `patchify`: convolutions whose stride equals their kernel (patch embeddings, ConvNeXt's
+    stem and downsampling) become a GEMM that the model decides (patch_convs.py; a candidate,
+    not yet measured end to end).
     `force`: install it on a GPU the model was not trained on. Raises ModelHookError when the
     model cannot be opened or the policy is unknown."""
     try:
         model = RankModel.open(path or "", library)
         info = model.info()
-        hook = ModelHook(model, policy, search_space, unranked, pad)
+        hook = ModelHook(model, policy, search_space, unranked, pad, patchify)
         probe = probe_problem()
         model.decide({"op": probe[0], "shape": probe[1], "search_space": search_space,
                       **({"policy": policy} if policy else {})})

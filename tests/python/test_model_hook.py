@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import pytest
 
-from matmul_toolkit_inductor import model_hook
+from matmul_toolkit_inductor import model_hook, patch_convs
 from matmul_toolkit_inductor.model_hook import ModelHook, ModelHookError, problem_of
 from matmul_toolkit_inductor.rank_library import RankLibraryError
 
@@ -322,6 +322,65 @@ def test_convolutions_stay_on_aten_while_installed(fake_torch: Any, monkeypatch:
     assert config.max_autotune_conv_backends == "ATEN,TRITON"
     with model_hook.use_model(unranked="inductor"):
         assert config.max_autotune_conv_backends == "ATEN,TRITON"
+
+
+def test_patchify_chains_its_graph_pass_to_the_users_and_takes_it_away(fake_torch: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    torch, config, V = fake_torch
+    opened(monkeypatch, FakeModel({}))
+    seen: list[str] = []
+
+    class CustomGraphPass:  # Inductor's base class of a pass with a cache key
+        pass
+
+    class UsersPass(CustomGraphPass):
+        def __call__(self, graph: Any) -> None:
+            seen.append(f"user's on {graph}")
+
+        def uuid(self) -> str:
+            return "users-1"
+
+    monkeypatch.setitem(sys.modules, "torch._inductor.custom_graph_pass",
+                        types.SimpleNamespace(CustomGraphPass=CustomGraphPass))
+    config.post_grad_custom_pre_pass = users = UsersPass()
+    with model_hook.use_model():
+        assert config.post_grad_custom_pre_pass is users  # not asked for
+    with model_hook.use_model(patchify=True) as hook:
+        installed = config.post_grad_custom_pre_pass
+        assert isinstance(installed, CustomGraphPass) and installed is not users
+        assert installed.uuid() == f"matmul_toolkit.patch_convs-{patch_convs.VERSION}-users-1"
+        assert hook.identity().endswith("-patchify")
+        # The pattern pass itself needs the real Inductor: failing here, it leaves the graph
+        # to Inductor with one warning, and the user's pass still runs.
+        with pytest.warns(RuntimeWarning, match="patch convolutions left to Inductor"):
+            installed("g1")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            installed("g2")
+        assert seen == ["user's on g1", "user's on g2"]
+    assert config.post_grad_custom_pre_pass is users
+    # A pass of the user's without a uuid: no caching, as Inductor would do for it alone.
+    assert patch_convs.graph_pass(lambda graph: None).uuid() is None
+    assert patch_convs.graph_pass(None).uuid() == f"matmul_toolkit.patch_convs-{patch_convs.VERSION}"
+
+
+def test_a_patch_convolution_is_stride_equal_to_kernel_without_padding_dilation_or_groups() -> None:
+    def patch(x: list[Any], w: list[Any], stride: list[int], padding: tuple[int, int] = (0, 0),
+              dilation: tuple[int, int] = (1, 1), transposed: bool = False, groups: int = 1) -> Any:
+        return patch_convs.patch_of(x, w, stride, padding, dilation, transposed, (0, 0), groups)
+
+    assert patch([16, 3, 224, 224], [768, 3, 16, 16], [16, 16]) == (16, 16)  # ViT-B/16's patch embedding
+    assert patch(["s0", 96, 56, 56], [192, 96, 2, 2], [2, 2]) == (2, 2)  # a symbolic batch is fine
+    assert patch([8, 3, 30, 30], [64, 3, 4, 4], [4, 4]) == (4, 4)  # the last 2 rows and columns unread
+    assert patch([8, 3, 224, 224], [64, 3, 7, 7], [2, 2]) is None  # overlapping windows
+    assert patch([8, 3, 224, 224], [64, 3, 4, 4], [4, 4], padding=(1, 1)) is None
+    assert patch([8, 3, 224, 224], [64, 3, 4, 4], [4, 4], dilation=(2, 2)) is None
+    assert patch([8, 3, 224, 224], [64, 3, 4, 4], [4, 4], transposed=True) is None
+    assert patch([8, 96, 56, 56], [96, 1, 2, 2], [2, 2], groups=96) is None  # depthwise
+    assert patch([8, 96, 56, 56], [96, 96, 1, 1], [1, 1]) is None  # 1x1: a GEMM only after a layout copy
+    assert patch([8, 3, "s1", 224], [64, 3, 4, 4], [4, 4]) is None  # symbolic sizes
+    assert patch([8, 3, 2, 2], [64, 3, 4, 4], [4, 4]) is None  # no whole patch
+    assert patch([8, 3, 64], [64, 3, 4], [4]) is None  # 1-D
 
 
 def test_another_gpu_gets_a_warning_and_inductors_defaults_unless_forced(fake_torch: Any,

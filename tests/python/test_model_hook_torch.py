@@ -119,3 +119,30 @@ def test_the_recommended_options_are_inductors_and_keep_pointwise_kernels_untune
 
     tuned = list(Path(cache_dir()).rglob("*.best_config"))
     assert tuned == [], tuned  # no pointwise kernel was timed at its first run
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_patchify_computes_a_patch_convolution_as_a_gemm_the_model_decides(fresh_compile: Any, bias: bool) -> None:
+    """ViT's patch embedding at a small size: the compiled program runs no convolution, the
+    model decided the GEMM in its place, and the output is the convolution's."""
+    from torch._inductor.utils import run_and_get_code
+
+    counters = fresh_compile
+    conv = torch.nn.Conv2d(3, 256, kernel_size=16, stride=16, bias=bias).to("cuda", torch.bfloat16)
+    # 232 is not a multiple of 16: the last 8 rows and columns are read by no patch.
+    x = torch.randn(4, 3, 232, 232, device="cuda", dtype=torch.bfloat16)
+    try:
+        hook = use_model(force=True, patchify=True)
+    except ModelHookError as e:
+        pytest.skip(f"use_model cannot open the shipped model here: {e}")
+    with hook, torch.no_grad():
+        f = torch.compile(lambda t: conv(t).flatten(2).transpose(1, 2), options=compile_options(cudagraphs=False))
+        out, code = run_and_get_code(f, x)
+        torch.testing.assert_close(out, conv(x).flatten(2).transpose(1, 2), rtol=3e-2, atol=3e-2)
+    program = "\n".join(code)
+    # (a kernel's name may still say convolution: Inductor names kernels by the ops they replace)
+    assert "extern_kernels.convolution" not in program and "aten.convolution" not in program, program[:3000]
+    lines = hook.explain().splitlines()
+    op = "addmm" if bias else "mm"
+    assert any(line.startswith(f"{op} ") and "784x256x768" in line for line in lines), lines
+    assert counters["inductor"]["fxgraph_cache_bypass"] == 0, dict(counters["inductor"])
