@@ -45,8 +45,9 @@ pointwise kernel runs Inductor's one heuristic block size, triton.autotune_point
 first-run draw, which the benchmarker times with L2 flushed; ours and the table compile so
 already, with use_model's compile_options, and +pwtuned gives them the draw back); and for ours,
 +outeraten (the model's picks for K = 1 GEMMs, the rotary embedding's outer products, on ATen:
-is the GPU's idle time beside them theirs?) and +patchify (convolutions whose stride equals
-their kernel become GEMMs the model decides: use_model(patchify=True)). +defaulttuned takes the first-run draw out of a
+is the GPU's idle time beside them theirs?) and +nopatchify (convolutions whose stride equals
+their kernel stay convolutions: use_model(patchify=False); by default they become GEMMs the
+model decides). +defaulttuned takes the first-run draw out of a
 comparison (not all of the difference between compiles, 2026-12-06): the kernels
 Inductor tunes at their first run (pointwise block sizes) keep the configs default's compile
 of the same run kept, where the kernel is the same (its *.best_config files are put into the
@@ -131,7 +132,7 @@ MODEL_BASES = ("ours", "table")
 # The bases whose compile benchmarks every GEMM's choices: minutes, resumed across processes.
 AUTOTUNING_BASES = ("max_autotune", "max_autotune_gemm")
 SETTINGS = ("+noepi", "+noflush", "+gated", "+biasaddmm", "+flexible", "+outeraten", "+defaulttuned", "+atenonly",
-            "+pwfixed", "+pwtuned", "+patchify")
+            "+pwfixed", "+pwtuned", "+nopatchify")
 BENCHMARKER_SETTINGS = {"+noflush", "+gated"}  # those that change how Inductor's benchmarker times
 WARM_UP_CALLS = 3
 # What each compile of a variant keeps under "compiles" (--compiles)
@@ -215,8 +216,8 @@ def parse_variant(text: str) -> Variant:
     if base == "max_autotune" and "+pwfixed" in settings:
         raise UsageError("--variants", f"'{text}': mode max-autotune tunes pointwise kernels whatever "
                                        "triton.autotune_pointwise says")
-    if base != "ours" and "+patchify" in settings:
-        raise UsageError("--variants", f"'{text}': only ours takes +patchify (use_model(patchify=True))")
+    if base != "ours" and "+nopatchify" in settings:
+        raise UsageError("--variants", f"'{text}': only ours takes +nopatchify (use_model(patchify=False))")
     if base not in MODEL_BASES and "+pwtuned" in settings:
         raise UsageError("--variants", f"'{text}': only {' and '.join(MODEL_BASES)} take +pwtuned (the others tune "
                                        "pointwise kernels at their first run already)")
@@ -961,7 +962,7 @@ class VariantRun:
         if v.base == "ours":
             from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
-            hook = use_model(args.model, policy=v.policy, patchify="+patchify" in v.settings, force=args.force_model)
+            hook = use_model(args.model, policy=v.policy, patchify="+nopatchify" not in v.settings, force=args.force_model)
             if not hook.installed:
                 raise RuntimeError("use_model did not install (another GPU than the model's; --force-model)")
             forced = gpu_mismatch(hook.model.info())

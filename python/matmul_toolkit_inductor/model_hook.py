@@ -203,7 +203,7 @@ class ModelHook:
     leaving the block uninstalls it."""
 
     def __init__(self, model: Any, policy: Optional[str] = None, search_space: str = "DEFAULT",
-                 unranked: str = "aten", pad: str = "inductor", patchify: bool = False) -> None:
+                 unranked: str = "aten", pad: str = "inductor", patchify: bool = True) -> None:
         if unranked not in UNRANKED:
             raise ModelHookError(f"unranked: '{unranked}' is not one of {', '.join(UNRANKED)}")
         if pad not in PADS:
@@ -327,7 +327,7 @@ class ModelHook:
                  "" if self.search_space == "DEFAULT" else self.search_space,
                  "" if self.unranked == "aten" else f"unranked={self.unranked}",
                  "" if self.pad == "inductor" else f"pad={self.pad}",
-                 "patchify" if self.patchify else ""]
+                 "" if self.patchify else "nopatchify"]
         return "-".join(p for p in parts if p)
 
     def explain(self) -> str:
@@ -559,7 +559,7 @@ def compile_options(cudagraphs: bool = True) -> dict[str, Any]:
 
 
 def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, search_space: str = "DEFAULT",
-              unranked: str = "aten", pad: str = "inductor", patchify: bool = False, force: bool = False,
+              unranked: str = "aten", pad: str = "inductor", patchify: bool = True, force: bool = False,
               library: Optional[Any] = None) -> ModelHook:
     """Makes the model (default: the shipped one) pick the GEMMs of every later compile in this
     process; returns the hook (explain(), uninstall(), or use it as a context manager).
@@ -570,9 +570,10 @@ def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, searc
     `pad`: who decides whether Inductor pads a misaligned GEMM: "inductor" (default: its timing
     while compiling) or "model" (the predicted times of the padded and the given problem; a
     candidate, not yet measured end to end).
-    `patchify`: convolutions whose stride equals their kernel (patch embeddings, ConvNeXt's
-    stem and downsampling) become a GEMM that the model decides (patch_convs.py; a candidate,
-    not yet measured end to end).
+    `patchify` (default on): convolutions whose stride equals their kernel (patch embeddings,
+    ConvNeXt's stem and downsampling) become a GEMM that the model decides (patch_convs.py):
+    ViT-B/16 ran at 1.16x and ConvNeXt-T at 1.06x default torch.compile's speed with it, 1.01x
+    and 1.02x without (H200, 2026-12-06).
     `force`: install it on a GPU the model was not trained on. Raises ModelHookError when the
     model cannot be opened or the policy is unknown."""
     try:

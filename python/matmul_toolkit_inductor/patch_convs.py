@@ -1,4 +1,4 @@
-"""Patch convolutions as GEMMs: use_model(patchify=True).
+"""Patch convolutions as GEMMs: use_model() does it by default (patchify=False leaves them).
 
 A convolution whose stride equals its kernel, without padding, dilation or groups (ViT's
 patch embedding, ConvNeXt's stem and downsampling layers) reads every input pixel once: it is

@@ -343,13 +343,14 @@ def test_patchify_chains_its_graph_pass_to_the_users_and_takes_it_away(fake_torc
     monkeypatch.setitem(sys.modules, "torch._inductor.custom_graph_pass",
                         types.SimpleNamespace(CustomGraphPass=CustomGraphPass))
     config.post_grad_custom_pre_pass = users = UsersPass()
-    with model_hook.use_model():
+    with model_hook.use_model(patchify=False) as hook:
         assert config.post_grad_custom_pre_pass is users  # not asked for
-    with model_hook.use_model(patchify=True) as hook:
+        assert hook.identity().endswith("-nopatchify")
+    with model_hook.use_model() as hook:
         installed = config.post_grad_custom_pre_pass
         assert isinstance(installed, CustomGraphPass) and installed is not users
         assert installed.uuid() == f"matmul_toolkit.patch_convs-{patch_convs.VERSION}-users-1"
-        assert hook.identity().endswith("-patchify")
+        assert "patchify" not in hook.identity()  # the default
         # The pattern pass itself needs the real Inductor: failing here, it leaves the graph
         # to Inductor with one warning, and the user's pass still runs.
         with pytest.warns(RuntimeWarning, match="patch convolutions left to Inductor"):

@@ -218,7 +218,7 @@ def test_output_tensor_reads_logits_hidden_states_or_the_tensor() -> None:
     ("max_autotune_gemm+atenonly+biasaddmm", "max_autotune_gemm", None, ("+atenonly", "+biasaddmm")),
     ("ours+pwtuned+noflush", "ours", None, ("+pwtuned", "+noflush")),
     ("max_autotune_gemm+pwfixed", "max_autotune_gemm", None, ("+pwfixed",)),
-    ("ours+patchify", "ours", None, ("+patchify",)),
+    ("ours+nopatchify", "ours", None, ("+nopatchify",)),
 ])
 def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, policy: Any, settings: Any) -> None:
     v = suite.parse_variant(text)
@@ -232,7 +232,7 @@ def test_variant_names_read_as_base_policy_and_settings(text: str, base: str, po
     ("default+defaulttuned", "no settings"), ("ours+atenonly", "limits GEMM autotuning"),
     ("table+atenonly", "limits GEMM autotuning"), ("default+pwfixed", "no settings"),
     ("ours+pwfixed", "fixed block size already"), ("max_autotune+pwtuned", "only ours and table take .pwtuned"),
-    ("max_autotune+pwfixed", "tunes pointwise kernels whatever"), ("table+patchify", "only ours takes .patchify"),
+    ("max_autotune+pwfixed", "tunes pointwise kernels whatever"), ("table+nopatchify", "only ours takes .nopatchify"),
 ])
 def test_bad_variant_names_are_usage_errors(text: str, message: str) -> None:
     with pytest.raises(suite.UsageError, match=message):
