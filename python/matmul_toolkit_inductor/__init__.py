@@ -2,7 +2,8 @@
 
 - use_model (model_hook.py): the model picks every GEMM inside torch.compile, through
   libmmt_rank.so (rank_library.py), in programs compiled with compile_options();
-  `python3 -m matmul_toolkit_inductor.recommend` ranks with it, no torch needed.
+  `python3 -m matmul_toolkit_inductor.recommend` ranks with it, no torch needed; patch
+  convolutions become GEMMs for it to decide (patch_convs.py).
 - MatmulDatasetCollector (collector.py): records Inductor's mm/addmm/bmm autotuning as a
   matmul_toolkit / torch-diode dataset; GemmRecorder (recorder.py): the GEMMs any compile
   lowers, as a shapeset.
