@@ -962,7 +962,8 @@ class VariantRun:
         if v.base == "ours":
             from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
-            hook = use_model(args.model, policy=v.policy, patchify="+nopatchify" not in v.settings, force=args.force_model)
+            hook = use_model(args.model, policy=v.policy, patchify="+nopatchify" not in v.settings,
+                             force=args.force_model)
             if not hook.installed:
                 raise RuntimeError("use_model did not install (another GPU than the model's; --force-model)")
             forced = gpu_mismatch(hook.model.info())
@@ -973,8 +974,8 @@ class VariantRun:
             table_path = tables.get(v.policy)
             if table_path is None:
                 raise RuntimeError(f"no table for policy {v.policy or 'default'} (the default variant records the GEMMs)")
-            inside = os.path.commonpath([os.path.abspath(table_path), os.path.abspath(args.out)]) == \
-                os.path.abspath(args.out)
+            out = os.path.abspath(args.out)
+            inside = os.path.commonpath([os.path.abspath(table_path), out]) == out  # else --table's
             result["table"] = os.path.relpath(table_path, args.out) if inside else os.path.basename(table_path)
             lut.TABLE_HITS.hits = lut.TABLE_HITS.misses = 0
             lut.TABLE_HITS.missed = []
