@@ -90,7 +90,7 @@ def _patterns() -> Any:
     return patterns
 
 
-def graph_pass(then: Optional[Callable[[Any], None]] = None, patterns: Optional[Callable[[], Any]] = None) -> Any:
+def graph_pass(then: Optional[Callable[[Any], None]] = None) -> Any:
     """The post-grad pass that rewrites patch convolutions, then runs `then` (the pass it
     replaces in Inductor's config, if any). On any error it leaves the graph to Inductor,
     with one warning."""
@@ -99,15 +99,13 @@ def graph_pass(then: Optional[Callable[[Any], None]] = None, patterns: Optional[
         base: type = CustomGraphPass
     except ImportError:  # an older torch: the pass still runs, the FX cache is bypassed
         base = object
-    find = patterns or _patterns
 
     class PatchConvs(base):  # type: ignore[misc, valid-type]
         warned = False
-        rewritten = 0
 
         def __call__(self, graph: Any) -> None:
             try:
-                PatchConvs.rewritten += find().apply(graph)
+                _patterns().apply(graph)
             except Exception as e:  # never break the user's compile
                 if not PatchConvs.warned:
                     PatchConvs.warned = True
