@@ -387,7 +387,7 @@ def make_variants(args: argparse.Namespace, shapeset: str) -> list[Variant]:
 PAD_SUFFIX = "+pad"
 
 
-def hook_settings(item: str) -> dict[str, str]:
+def hook_settings(item: str) -> dict[str, Any]:
     """use_model's arguments of one --use-model item: POLICY, or POLICY+pad."""
     if item.endswith(PAD_SUFFIX):
         return {"policy": item[: -len(PAD_SUFFIX)], "pad": "model"}
@@ -401,8 +401,7 @@ def model_installed(model: str, item: str) -> Iterator[Any]:
     was forced (None on the model's own GPU)."""
     from matmul_toolkit_inductor.model_hook import gpu_mismatch, use_model
 
-    settings = hook_settings(item)
-    with use_model(model or None, force=True, policy=settings["policy"], pad=settings.get("pad", "inductor")) as hook:
+    with use_model(model or None, force=True, **hook_settings(item)) as hook:
         yield hook, gpu_mismatch(hook.model.info())
 
 
