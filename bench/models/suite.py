@@ -974,8 +974,8 @@ class VariantRun:
             table_path = tables.get(v.policy)
             if table_path is None:
                 raise RuntimeError(f"no table for policy {v.policy or 'default'} (the default variant records the GEMMs)")
-            out = os.path.abspath(args.out)
-            inside = os.path.commonpath([os.path.abspath(table_path), out]) == out  # else --table's
+            out_dir = os.path.abspath(args.out)
+            inside = os.path.commonpath([os.path.abspath(table_path), out_dir]) == out_dir  # else --table's
             result["table"] = os.path.relpath(table_path, args.out) if inside else os.path.basename(table_path)
             lut.TABLE_HITS.hits = lut.TABLE_HITS.misses = 0
             lut.TABLE_HITS.missed = []

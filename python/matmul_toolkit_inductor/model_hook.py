@@ -571,9 +571,8 @@ def use_model(path: Optional[str] = None, *, policy: Optional[str] = None, searc
     while compiling) or "model" (the predicted times of the padded and the given problem; a
     candidate, not yet measured end to end).
     `patchify` (default on): convolutions whose stride equals their kernel (patch embeddings,
-    ConvNeXt's stem and downsampling) become a GEMM that the model decides (patch_convs.py):
-    ViT-B/16 ran at 1.16x and ConvNeXt-T at 1.06x default torch.compile's speed with it, 1.01x
-    and 1.02x without (H200, 2026-12-06).
+    ConvNeXt's stem and downsampling) become a GEMM that the model decides (patch_convs.py;
+    what it gains: docs/experiments/2026-12-06-patch-convolutions-as-gemms.md).
     `force`: install it on a GPU the model was not trained on. Raises ModelHookError when the
     model cannot be opened or the policy is unknown."""
     try:
