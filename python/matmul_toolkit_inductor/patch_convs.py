@@ -6,7 +6,10 @@ a GEMM of the input cut into patches, (N*Ho*Wo, C*kh*kw) @ (C*kh*kw, C_out), whi
 runs several times faster than cuDNN runs the convolution with its layout conversions
 (docs/experiments/2026-12-06-patch-convolutions-as-gemms.md). Rewritten before lowering, the
 GEMM is Inductor's mm or addmm, which the model decides like any other, and cutting the input
-into patches is a copy that Inductor fuses with whatever produced it.
+into patches is a copy that Inductor fuses with whatever produced it. The patch's elements
+are ordered along the input's contiguous dimension: (C, kh, kw) for an NCHW input (an image),
+(kh, kw, C) for a channels-last one (ConvNeXt's LayerNorm output), so that the fused copy
+reads and writes runs of memory; there the weight is permuted to match, a copy of the weight.
 
 The rewrite is a post-grad graph pass (Inductor's `post_grad_custom_pre_pass`, chained to
 one the user set), a CustomGraphPass so that its version goes into the compile cache key.
@@ -20,7 +23,7 @@ import warnings
 from typing import Any, Callable, Optional, Sequence
 
 # Goes into the compile cache key (the pass's uuid): change it when the rewrite changes.
-VERSION = "1"
+VERSION = "2"
 
 
 def patch_of(input_shape: Sequence[Any], weight_shape: Sequence[Any], stride: Sequence[Any],
@@ -45,16 +48,27 @@ def patch_of(input_shape: Sequence[Any], weight_shape: Sequence[Any], stride: Se
     return kh, kw
 
 
-def conv_as_gemm(x: Any, weight: Any, bias: Any, kh: int, kw: int) -> Any:
+def channels_innermost(shape: Sequence[Any], stride: Sequence[Any]) -> bool:
+    """Whether a 4-D (N, C, H, W) tensor with these sizes and strides is channels-last:
+    more than one channel, at stride 1."""
+    return len(shape) == 4 and len(stride) == 4 and isinstance(shape[1], int) and shape[1] > 1 and stride[1] == 1
+
+
+def conv_as_gemm(x: Any, weight: Any, bias: Any, kh: int, kw: int, channels_last: bool = False) -> Any:
     """The patch convolution of x (N, C, H, W) by weight (C_out, C, kh, kw), as a GEMM:
-    (N, C_out, H // kh, W // kw), laid out N, Ho, Wo, C_out (the GEMM's rows)."""
+    (N, C_out, H // kh, W // kw), laid out N, Ho, Wo, C_out (the GEMM's rows). A patch's
+    elements are ordered (kh, kw, C) when `channels_last`, else (C, kh, kw)."""
     import torch
 
     n, c, h, w = x.shape
     ho, wo = h // kh, w // kw
-    patches = (x[:, :, :ho * kh, :wo * kw].reshape(n, c, ho, kh, wo, kw).permute(0, 2, 4, 1, 3, 5)
-               .reshape(n * ho * wo, c * kh * kw))
-    kernel = weight.reshape(weight.shape[0], c * kh * kw).t()
+    windows = x[:, :, :ho * kh, :wo * kw].reshape(n, c, ho, kh, wo, kw)
+    if channels_last:
+        patches = windows.permute(0, 2, 4, 3, 5, 1).reshape(n * ho * wo, kh * kw * c)
+        kernel = weight.permute(0, 2, 3, 1).reshape(weight.shape[0], kh * kw * c).t()
+    else:
+        patches = windows.permute(0, 2, 4, 1, 3, 5).reshape(n * ho * wo, c * kh * kw)
+        kernel = weight.reshape(weight.shape[0], c * kh * kw).t()
     out = torch.mm(patches, kernel) if bias is None else torch.addmm(bias, patches, kernel)
     return out.reshape(n, ho, wo, weight.shape[0]).permute(0, 3, 1, 2)
 
@@ -70,23 +84,25 @@ def _patterns() -> Any:
     patterns = PatternMatcherPass(pass_name="matmul_toolkit_patch_convs")
     pattern = CallFunction(torch.ops.aten.convolution.default, *(KeywordArg(n) for n in names))
 
-    def patch(match: Match) -> Optional[tuple[int, int]]:
+    def patch(match: Match) -> Optional[tuple[int, int, bool]]:
         k = match.kwargs
         x, w = (k[n].meta.get("val") if hasattr(k[n], "meta") else None for n in ("x", "w"))
         if x is None or w is None or not x.is_cuda:
             return None
-        return patch_of(list(x.shape), list(w.shape), k["stride"], k["padding"], k["dilation"], k["transposed"],
-                        k["output_padding"], k["groups"])
+        found = patch_of(list(x.shape), list(w.shape), k["stride"], k["padding"], k["dilation"], k["transposed"],
+                         k["output_padding"], k["groups"])
+        return None if found is None else (*found, channels_innermost(list(x.shape), list(x.stride())))
 
     @register_graph_pattern(pattern, extra_check=lambda match: patch(match) is not None, pass_dict=patterns)
     def rewrite(match: Match, **k: Any) -> None:
         found = patch(match)
         assert found is not None, "extra_check matched it"
-        kh, kw = found
+        kh, kw, channels_last = found
         if k["b"] is None:
-            match.replace_by_example(lambda x, w: conv_as_gemm(x, w, None, kh, kw), [k["x"], k["w"]])
+            match.replace_by_example(lambda x, w: conv_as_gemm(x, w, None, kh, kw, channels_last), [k["x"], k["w"]])
         else:
-            match.replace_by_example(lambda x, w, b: conv_as_gemm(x, w, b, kh, kw), [k["x"], k["w"], k["b"]])
+            match.replace_by_example(lambda x, w, b: conv_as_gemm(x, w, b, kh, kw, channels_last),
+                                     [k["x"], k["w"], k["b"]])
 
     return patterns
 

@@ -384,6 +384,15 @@ def test_a_patch_convolution_is_stride_equal_to_kernel_without_padding_dilation_
     assert patch([8, 3, 64], [64, 3, 4], [4]) is None  # 1-D
 
 
+def test_a_patch_is_ordered_along_the_inputs_contiguous_dimension() -> None:
+    # ConvNeXt's downsampling input, a LayerNorm's (N, H, W, C) output viewed as NCHW
+    assert patch_convs.channels_innermost([32, 96, 56, 56], [301056, 1, 5376, 96])
+    assert patch_convs.channels_innermost(["s0", 96, 56, 56], ["s1", 1, 5376, 96])  # symbolic batch
+    assert not patch_convs.channels_innermost([16, 3, 224, 224], [150528, 50176, 224, 1])  # an NCHW image
+    assert not patch_convs.channels_innermost([16, 1, 224, 224], [50176, 1, 224, 1])  # one channel: either
+    assert not patch_convs.channels_innermost([16, 96, 224], [21504, 1, 96])  # not 4-D
+
+
 def test_another_gpu_gets_a_warning_and_inductors_defaults_unless_forced(fake_torch: Any,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     torch, config, V = fake_torch

@@ -122,9 +122,11 @@ def test_the_recommended_options_are_inductors_and_keep_pointwise_kernels_untune
     assert tuned == [], tuned  # no pointwise kernel was timed at its first run
 
 
-@pytest.mark.parametrize("bias", [True, False])
-def test_patchify_computes_a_patch_convolution_as_a_gemm_the_model_decides(fresh_compile: Any, bias: bool) -> None:
-    """ViT's patch embedding at a small size: the compiled program runs no convolution, the
+@pytest.mark.parametrize("bias,channels_last", [(True, False), (False, False), (True, True)])
+def test_patchify_computes_a_patch_convolution_as_a_gemm_the_model_decides(fresh_compile: Any, bias: bool,
+                                                                          channels_last: bool) -> None:
+    """ViT's patch embedding at a small size (and on a channels-last input, as ConvNeXt's
+    downsampling reads its LayerNorm's output): the compiled program runs no convolution, the
     model decided the GEMM in its place, and the output is the convolution's."""
     from torch._inductor.utils import run_and_get_code
 
@@ -132,6 +134,8 @@ def test_patchify_computes_a_patch_convolution_as_a_gemm_the_model_decides(fresh
     conv = torch.nn.Conv2d(3, 256, kernel_size=16, stride=16, bias=bias).to("cuda", torch.bfloat16)
     # 232 is not a multiple of 16: the last 8 rows and columns are read by no patch.
     x = torch.randn(4, 3, 232, 232, device="cuda", dtype=torch.bfloat16)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
     try:
         hook = use_model(force=True)  # patchify: the default
     except ModelHookError as e:
