@@ -63,12 +63,10 @@ def conv_as_gemm(x: Any, weight: Any, bias: Any, kh: int, kw: int, channels_last
     n, c, h, w = x.shape
     ho, wo = h // kh, w // kw
     windows = x[:, :, :ho * kh, :wo * kw].reshape(n, c, ho, kh, wo, kw)
-    if channels_last:
-        patches = windows.permute(0, 2, 4, 3, 5, 1).reshape(n * ho * wo, kh * kw * c)
-        kernel = weight.permute(0, 2, 3, 1).reshape(weight.shape[0], kh * kw * c).t()
-    else:
-        patches = windows.permute(0, 2, 4, 1, 3, 5).reshape(n * ho * wo, c * kh * kw)
-        kernel = weight.reshape(weight.shape[0], c * kh * kw).t()
+    # The weight (C_out, C, kh, kw) is ordered like the patches, so the GEMM pairs them up.
+    patch_order, weight_order = ((3, 5, 1), (2, 3, 1)) if channels_last else ((1, 3, 5), (1, 2, 3))
+    patches = windows.permute(0, 2, 4, *patch_order).reshape(n * ho * wo, c * kh * kw)
+    kernel = weight.permute(0, *weight_order).reshape(weight.shape[0], c * kh * kw).t()
     out = torch.mm(patches, kernel) if bias is None else torch.addmm(bias, patches, kernel)
     return out.reshape(n, ho, wo, weight.shape[0]).permute(0, 3, 1, 2)
 

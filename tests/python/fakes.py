@@ -1,7 +1,10 @@
-"""Stand-ins for Inductor's objects, with only what choices.py and collector.py read."""
+"""Stand-ins for Inductor's objects, with only what choices.py and collector.py read, and
+for the few tensor operations of patch_convs' rewrite."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any, Optional, Sequence
 
 
@@ -70,3 +73,41 @@ def triton_choice(block_m: int, block_n: int, block_k: int, num_stages: int = 2,
 
 def aten_choice(name: str = "mm") -> FakeChoice:
     return FakeChoice(name, {"backend": "extern", "kernel_call_name": f"extern_kernels.{name}"})
+
+
+class DenseTensor:
+    """A row-major tensor of Python numbers with the few operations conv_as_gemm uses
+    (shape, slicing, permute, reshape, t), each returning a fresh dense copy."""
+
+    def __init__(self, values: Sequence[float], shape: Sequence[int]) -> None:
+        self.values, self.shape = list(values), tuple(shape)
+        assert len(self.values) == math.prod(self.shape), (len(self.values), self.shape)
+
+    def at(self, index: Sequence[int]) -> float:
+        return self.values[sum(i * s for i, s in zip(index, contiguous(self.shape)))]
+
+    def __getitem__(self, slices: tuple[slice, ...]) -> "DenseTensor":
+        ranges = [range(*s.indices(n)) for s, n in zip(slices, self.shape)]
+        return DenseTensor([self.at(i) for i in itertools.product(*ranges)], [len(r) for r in ranges])
+
+    def permute(self, *dims: int) -> "DenseTensor":
+        shape = [self.shape[d] for d in dims]
+        values = []
+        for index in itertools.product(*(range(n) for n in shape)):
+            source = [0] * len(dims)
+            for position, d in enumerate(dims):
+                source[d] = index[position]
+            values.append(self.at(source))
+        return DenseTensor(values, shape)
+
+    def reshape(self, *shape: int) -> "DenseTensor":
+        return DenseTensor(self.values, shape)
+
+    def t(self) -> "DenseTensor":
+        return self.permute(1, 0)
+
+
+def dense_mm(a: DenseTensor, b: DenseTensor, bias: Optional[DenseTensor] = None) -> DenseTensor:
+    (m, k), (_, n) = a.shape, b.shape
+    return DenseTensor([sum(a.at((i, p)) * b.at((p, j)) for p in range(k)) + (bias.at((j,)) if bias is not None else 0)
+                        for i in range(m) for j in range(n)], (m, n))

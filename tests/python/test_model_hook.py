@@ -5,6 +5,7 @@ where present (test_rank_library.py, the GPU machine)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import threading
@@ -13,6 +14,7 @@ import warnings
 from typing import Any, Optional
 
 import pytest
+from fakes import DenseTensor, dense_mm
 
 from matmul_toolkit_inductor import model_hook, patch_convs
 from matmul_toolkit_inductor.model_hook import ModelHook, ModelHookError, problem_of
@@ -391,6 +393,30 @@ def test_a_patch_is_ordered_along_the_inputs_contiguous_dimension() -> None:
     assert not patch_convs.channels_innermost([16, 3, 224, 224], [150528, 50176, 224, 1])  # an NCHW image
     assert not patch_convs.channels_innermost([16, 1, 224, 224], [50176, 1, 224, 1])  # one channel: either
     assert not patch_convs.channels_innermost([16, 96, 224], [21504, 1, 96])  # not 4-D
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_the_patch_gemm_computes_the_convolution_in_either_patch_order(bias: bool, channels_last: bool,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # conv_as_gemm on a stand-in torch: its slicing, permutes and reshapes against the
+    # convolution's definition. 2 images of 3 channels, 5x7, 2x2 patches into 4 channels
+    # (the last row and column read by no patch).
+    n, c, h, w, c_out, k = 2, 3, 5, 7, 4, 2
+    x = DenseTensor([(i * 7) % 11 - 5 for i in range(n * c * h * w)], (n, c, h, w))
+    weight = DenseTensor([(i * 5) % 13 - 6 for i in range(c_out * c * k * k)], (c_out, c, k, k))
+    b = DenseTensor([10, -20, 30, -40], (c_out,)) if bias else None
+    torch = types.ModuleType("torch")
+    torch.mm = dense_mm  # type: ignore[attr-defined]
+    torch.addmm = lambda bias, a, m: dense_mm(a, m, bias)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", torch)
+
+    out = patch_convs.conv_as_gemm(x, weight, b, k, k, channels_last)
+    assert out.shape == (n, c_out, h // k, w // k)
+    for image, o, row, col in itertools.product(range(n), range(c_out), range(h // k), range(w // k)):
+        expected = sum(x.at((image, ci, row * k + p, col * k + q)) * weight.at((o, ci, p, q))
+                       for ci in range(c) for p in range(k) for q in range(k)) + (b.at((o,)) if b is not None else 0)
+        assert out.at((image, o, row, col)) == expected, (image, o, row, col)
 
 
 def test_another_gpu_gets_a_warning_and_inductors_defaults_unless_forced(fake_torch: Any,

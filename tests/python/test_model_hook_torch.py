@@ -124,13 +124,25 @@ def test_the_recommended_options_are_inductors_and_keep_pointwise_kernels_untune
 
 @pytest.mark.parametrize("bias,channels_last", [(True, False), (False, False), (True, True)])
 def test_patchify_computes_a_patch_convolution_as_a_gemm_the_model_decides(fresh_compile: Any, bias: bool,
-                                                                          channels_last: bool) -> None:
+                                                                          channels_last: bool,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """ViT's patch embedding at a small size (and on a channels-last input, as ConvNeXt's
     downsampling reads its LayerNorm's output): the compiled program runs no convolution, the
-    model decided the GEMM in its place, and the output is the convolution's."""
+    model decided the GEMM in its place, its patches follow the input's layout, and the output
+    is the convolution's."""
     from torch._inductor.utils import run_and_get_code
 
+    from matmul_toolkit_inductor import patch_convs
+
     counters = fresh_compile
+    orders: list[bool] = []
+    rewrite = patch_convs.conv_as_gemm
+
+    def recorded(*args: Any) -> Any:  # the pattern pass looks conv_as_gemm up when it rewrites
+        orders.append(args[5])
+        return rewrite(*args)
+
+    monkeypatch.setattr(patch_convs, "conv_as_gemm", recorded)
     conv = torch.nn.Conv2d(3, 256, kernel_size=16, stride=16, bias=bias).to("cuda", torch.bfloat16)
     # 232 is not a multiple of 16: the last 8 rows and columns are read by no patch.
     x = torch.randn(4, 3, 232, 232, device="cuda", dtype=torch.bfloat16)
@@ -147,6 +159,7 @@ def test_patchify_computes_a_patch_convolution_as_a_gemm_the_model_decides(fresh
     program = "\n".join(code)
     # (its comments still say aten.convolution: Inductor names what it generates by the ops replaced)
     assert "extern_kernels.convolution(" not in program, program[:3000]
+    assert orders and set(orders) == {channels_last}, orders
     assert re.search(r"extern_kernels\.\w*mm\(|triton_tem_", program), program[:3000]
     lines = hook.explain().splitlines()
     op = "addmm" if bias else "mm"
