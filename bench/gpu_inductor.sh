@@ -391,8 +391,8 @@ step_e2e_transformer() {
 # workloads it lacks (MODELS_WORKLOADS, default all) in the variants MODELS_VARIANTS (default
 # the suite's), none started that the suite expects to outlast the step (its compile times so
 # far), so each call ends inside its 10 minutes; the results, the suite's GEMMs
-# (data/shapesets/model_suite.json) and the logs come back under $out. Copy the two files
-# into the work tree before the next call to go on.
+# (data/shapesets/model_suite.json, when the run added to them) and the logs come back under
+# $out. Copy them into the work tree before the next call to go on.
 # MODELS_FRESH=1 measures the asked workloads again, results or not (after a change).
 # MODELS_COMPILES=N compiles each variant N times (suite.py --compiles): the medians, so that
 # what Inductor tunes at a kernel's first run is not one draw.
@@ -413,7 +413,8 @@ step_models() {
   fi
   # Each GPU keeps its own results; on another GPU than the shipped model's (an H200), ours
   # installs it all the same and says so (model_forced).
-  local results=bench/models/results_$gpu.json force=()
+  local results=bench/models/results_$gpu.json force=() shapeset_sum
+  shapeset_sum=$(cksum <data/shapesets/model_suite.json)
   [[ $gpu == h200 ]] || force=(--force-model)
   # shellcheck disable=SC2086 # the lists are lists of words
   timeout -s TERM "$limit" python3 bench/models/suite.py --mmt "$cli" --results "$results" "${force[@]}" \
@@ -422,7 +423,9 @@ step_models() {
     --budget "$budget" --workload-timeout "$limit" --out "$out/models" >"$out/models.txt" 2>"$out/models.log" ||
     status=1
   tail -40 "$out/models.txt"
-  cp "$results" data/shapesets/model_suite.json "$out/" 2>/dev/null
+  cp "$results" "$out/" 2>/dev/null
+  # The shapeset comes back only when the run added GEMMs to it: a call's files are few.
+  [[ $(cksum <data/shapesets/model_suite.json) == "$shapeset_sum" ]] || cp data/shapesets/model_suite.json "$out/"
   (cd "$out" && tar -czf models_logs.tgz models && rm -rf models)
 }
 
