@@ -87,7 +87,9 @@ Results: --results (default bench/models/results_h200.json), rewritten after eve
 {"device", "torch", ..., "workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}}, and per
 workload OUT/NAME/ (the shapeset of its GEMMs, the tables, the child's log, and code/VARIANT/
 the program each variant's profiled compile generated, to diff). A workload already
-in the results with every asked variant is kept (--fresh measures it again); a workload not
+in the results with every asked variant is kept (--fresh measures it again), and one that lacks
+some runs those beside a default of their own (the default already kept stays where variants of
+its run were timed beside it); a workload not
 expected to end within --budget seconds is left for a later run, and Ctrl-C keeps what is
 finished: a later run goes on.
 """
@@ -306,13 +308,23 @@ def pending(document: dict[str, Any], workloads: list[W.Workload], variants: lis
     return todo
 
 
-def merge(document: dict[str, Any], name: str, record: dict[str, Any], environment: dict[str, Any]) -> None:
+def merge(document: dict[str, Any], name: str, record: dict[str, Any], environment: dict[str, Any],
+          companion: bool = False) -> None:
     """A workload's fresh record replaces its variants in the results (the other variants of
-    an earlier run stay, with the environment they were measured in)."""
+    an earlier run stay, with the environment they were measured in). With `companion` (default
+    ran only as the reference of the asked variants, which keep its times as default_ms and
+    default_compile_s), an earlier default stays where variants kept from its run were timed
+    beside it: their paired rounds and compile spreads are measured against it alone."""
     results = document["workloads"].setdefault(name, {})
+    kept_default = results.get("default")
+    keep_default = companion and summary.usable(kept_default) and any(
+        v != "default" and v not in record.get("variants", {}) and summary.same_run(r, kept_default)
+        for v, r in results.items())
     for variant, result in record.get("variants", {}).items():
         if summary.usable(results.get(variant)) and not summary.usable(result):
             continue  # a failed or interrupted run does not replace a measurement
+        if variant == "default" and keep_default:
+            continue
         results[variant] = result
     document.setdefault("definitions", {})[name] = record.get("description", "")
     for key, value in environment.items():
@@ -498,6 +510,8 @@ def run_parent(args: argparse.Namespace) -> int:
                 os.unlink(record_path)
             print(f"[{i + 1}/{len(todo)}] {w.name}: {' '.join(v.name for v in variants)} ({elapsed:.0f} s elapsed)",
                   file=sys.stderr, flush=True)
+            # default was asked for only as the others' reference (merge keeps an earlier one)
+            companion = not args.fresh and summary.usable(document["workloads"].get(w.name, {}).get("default"))
             began = time.monotonic()
             try:
                 code, timed_out = run_workload_process(child_command(args, w, variants, record_path),
@@ -518,7 +532,7 @@ def run_parent(args: argparse.Namespace) -> int:
                         entry["error"] = f"workload process {why}"
                         # how long it ran unfinished: what the next run must expect at least
                         entry["process_s"] = round(time.monotonic() - began, 1)
-            merge(document, w.name, record, record.get("environment", {}))
+            merge(document, w.name, record, record.get("environment", {}), companion)
             write_results(args.results, document)
             gather_shapes(args.shapeset, os.path.join(folder, "shapeset.json"))
             print(workload_line(w.name, document["workloads"][w.name]), flush=True)

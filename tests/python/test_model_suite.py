@@ -918,6 +918,20 @@ def test_the_parent_resumes_where_it_stopped(fake_suite: Any, monkeypatch: pytes
     assert [s["M"] for s in shapes] == [2048, 4096]
 
 
+def test_a_missing_variant_runs_beside_a_default_that_leaves_the_paired_one_in_place(
+        fake_suite: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, results, runs = fake_suite
+    paired = {"default": {"ms": 1.23, "compile_s": 4.1, "run": "a"},
+              "max_autotune_gemm": {"ms": 1.16, "compile_s": 40.2, "run": "a"}}
+    results.write_text(json.dumps({"workloads": {"bert_base": paired}}))
+    monkeypatch.setenv("SHOW_VARIANTS", "1")
+    assert run("--workloads", "bert_base", "--variants", "default", "max_autotune_gemm", "max_autotune") == 0
+    assert runs.read_text().split() == ["bert_base:default,max_autotune"]
+    kept = json.loads(results.read_text())["workloads"]["bert_base"]
+    assert kept["default"] == paired["default"] and kept["max_autotune_gemm"] == paired["max_autotune_gemm"]
+    assert kept["max_autotune"]["ms"] == pytest.approx(1.12)
+
+
 def test_the_report_prints_each_variants_in_graph_gemms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     call = [("nvjet_x_bias", 30.0), ("triton_poi_fused_gelu", 12.0)]
     document = {"workloads": {"bert_base": {"default": result(1.0, 5.0, in_graph=G.report(
@@ -1140,6 +1154,31 @@ def test_each_runs_environment_is_kept_beside_the_latest() -> None:
     assert document["torch"] == "2.11" and set(document["workloads"]["llama_prefill"]) == {"default", "ours"}
     assert document["runs"] == {"a": {"torch": "2.10", "toolkit_commit": "1111111"},
                                 "b": {"torch": "2.11", "toolkit_commit": "2222222"}}
+
+
+def test_a_companion_default_keeps_the_default_that_kept_variants_were_timed_beside() -> None:
+    """A later run of max_autotune alone (default beside it as its reference) must not take away
+    the default that ours was paired with; it replaces a default no kept variant shares."""
+    def document() -> dict[str, Any]:
+        return {"workloads": {"bert_base": {"default": {"ms": 1.23, "compile_s": 4.1, "run": "a"},
+                                            "ours": {"ms": 1.16, "compile_s": 4.2, "run": "a"}},
+                              "gpt2_prefill": {"default": {"ms": 1.57, "compile_s": 6.2, "run": "a"}}}}
+    later = {"variants": {"default": {"ms": 1.25, "compile_s": 7.6, "run": "b"},
+                          "max_autotune": {"ms": 1.27, "compile_s": 118.0, "run": "b", "default_ms": 1.25}}}
+    doc = document()
+    suite.merge(doc, "bert_base", later, {}, companion=True)
+    kept = doc["workloads"]["bert_base"]
+    assert kept["default"]["run"] == "a" and kept["max_autotune"]["run"] == "b"
+    assert S.compare(kept, "ours", "default")["speed"] == pytest.approx(1.23 / 1.16)
+    suite.merge(doc, "gpt2_prefill", later, {}, companion=True)  # nothing else of run a: replaced
+    assert doc["workloads"]["gpt2_prefill"]["default"]["run"] == "b"
+    doc = document()
+    suite.merge(doc, "bert_base", later, {})  # default asked for (--fresh): the new one counts
+    assert doc["workloads"]["bert_base"]["default"]["run"] == "b"
+    doc = document()
+    suite.merge(doc, "bert_base", {"variants": {**later["variants"], "ours": {"ms": 1.15, "compile_s": 4.0,
+                                                                          "run": "b"}}}, {}, companion=True)
+    assert doc["workloads"]["bert_base"]["default"]["run"] == "b"  # ours measured again beside it
 
 
 # ------------------------------------------------------------------------------- timing
