@@ -87,9 +87,9 @@ Results: --results (default bench/models/results_h200.json), rewritten after eve
 {"device", "torch", ..., "workloads": {NAME: {VARIANT: {"ms", "compile_s", ...}}}}, and per
 workload OUT/NAME/ (the shapeset of its GEMMs, the tables, the child's log, and code/VARIANT/
 the program each variant's profiled compile generated, to diff). A workload already
-in the results with every asked variant is kept (--fresh measures it again), and one that lacks
-some runs those beside a default of their own (the default already kept stays where variants of
-its run were timed beside it); a workload not
+in the results with every asked variant is kept (--fresh measures it again); one that lacks
+some runs just those, beside a default compile of their own (a default already kept stays where
+variants of its run were timed beside it); a workload not
 expected to end within --budget seconds is left for a later run, and Ctrl-C keeps what is
 finished: a later run goes on.
 """
